@@ -1,0 +1,80 @@
+// Package resources names every AWS resource Bowline uses, from one stack
+// prefix, so that provisioning, the engine, the relay, the worker and the
+// deploy templates cannot disagree about a table or queue name.
+//
+// The prefix comes from BOWLINE_STACK (default "dev"): stack "dev" gives the
+// table "dev-bowline-events", the queue "dev-bowline-events.fifo" and so on.
+package resources
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+)
+
+// DefaultStack is the stack prefix used when BOWLINE_STACK is unset.
+const DefaultStack = "dev"
+
+// StackEnv is the environment variable that selects the stack prefix.
+const StackEnv = "BOWLINE_STACK"
+
+var stackPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// Names derives resource names from a stack prefix. The zero value is not
+// valid; use New or FromEnv.
+type Names struct {
+	Stack string
+}
+
+// New returns the names for stack, or an error naming the stack when it is
+// not 1-32 lowercase letters, digits and hyphens.
+func New(stack string) (Names, error) {
+	if !stackPattern.MatchString(stack) {
+		return Names{}, fmt.Errorf("stack %q: want 1-32 lowercase letters, digits or hyphens, starting with a letter or digit", stack)
+	}
+	return Names{Stack: stack}, nil
+}
+
+// FromEnv returns the names for $BOWLINE_STACK, or for DefaultStack when it
+// is unset or empty.
+func FromEnv() (Names, error) {
+	s := os.Getenv(StackEnv)
+	if s == "" {
+		s = DefaultStack
+	}
+	n, err := New(s)
+	if err != nil {
+		return Names{}, fmt.Errorf("%s: %w", StackEnv, err)
+	}
+	return n, nil
+}
+
+func (n Names) name(base string) string { return n.Stack + "-bowline-" + base }
+
+// EventsTable holds the per-tenant hash-chained event log and chain heads.
+func (n Names) EventsTable() string { return n.name("events") }
+
+// InboxTable holds idempotency rows of the inbox and emit-dedup rows.
+func (n Names) InboxTable() string { return n.name("inbox") }
+
+// DeadLettersTable holds tenant-scoped dead letters and poison pills.
+func (n Names) DeadLettersTable() string { return n.name("dead_letters") }
+
+// AppTable holds business rows (orders, devices, pets, intake, contacts).
+func (n Names) AppTable() string { return n.name("app") }
+
+// EventsQueue is the SQS FIFO queue the relay feeds and the worker drains.
+func (n Names) EventsQueue() string { return n.name("events.fifo") }
+
+// EventsDLQ is the dead-letter queue of EventsQueue.
+func (n Names) EventsDLQ() string { return n.name("events-dlq.fifo") }
+
+// RecordChangesQueue is the standard queue fed from the app table stream.
+func (n Names) RecordChangesQueue() string { return n.name("record-changes") }
+
+// TelemetryStream is the Kinesis stream for high-rate telemetry.
+func (n Names) TelemetryStream() string { return n.name("telemetry") }
+
+// EventsMaxReceiveCount is the events queue's redrive maxReceiveCount: the
+// number of receives after which SQS moves a message to EventsDLQ.
+const EventsMaxReceiveCount = 5
