@@ -1,0 +1,28 @@
+// Command bowline is the cloud side of Bowline: local development stack,
+// provisioning, ingestion, relay, worker, HTTP API and operator tools.
+// Each subcommand lives in its own file; logic lives in packages under cloud/
+// and engine/.
+package main
+
+import "github.com/bowline-iot/bowline/internal/cli"
+
+func main() {
+	cli.App{
+		Name:    "bowline",
+		Summary: "the Bowline cloud: ingest, relay, worker, API and operator tools",
+		Commands: []cli.Command{
+			{Name: "dev", Summary: "run the whole system locally (emulators, provisioning, services)", Run: runDev},
+			{Name: "provision", Summary: "create every table, stream and queue, idempotently", Run: runProvision},
+			{Name: "ingest", Summary: "MQTT -> Kinesis (telemetry) and Emit (bowl events)", Run: cli.Stub},
+			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: cli.Stub},
+			{Name: "worker", Summary: "run DURABLE subscriptions from the events queue", Run: cli.Stub},
+			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile", Run: cli.Stub},
+			{Name: "emit", Summary: "emit one event through the engine", Run: cli.Stub},
+			{Name: "verify-chain", Summary: "verify tenants' hash chains", Run: cli.Stub},
+			{Name: "dead-letters", Summary: "list dead letters", Run: cli.Stub},
+			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: cli.Stub},
+			{Name: "catalog", Summary: "print the event catalog, or check the contract", Run: cli.Stub},
+			{Name: "devices", Summary: "manage the device registry (devices register)", Run: cli.Stub},
+		},
+	}.Main()
+}
