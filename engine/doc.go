@@ -1,0 +1,35 @@
+// Package engine is Bowline's event engine: the envelope, Emit, the
+// per-tenant hash chain and its verification, lanes and subscriptions, and
+// the event catalog with its contract check.
+//
+// # Emit
+//
+// An Engine commits a state change and its event together, in one DynamoDB
+// TransactWriteItems: the tenant's chain head (conditional on the previous
+// last_seq), the event row, an optional idempotency (dedup) row and the
+// caller's own writes. Concurrent emits for one tenant inside a process are
+// group-committed: several events are chained into one transaction, so the
+// head row stops being a per-event serialisation point (docs/group-commit.md).
+// Conflicts with other processes are retried with jittered exponential
+// backoff until the caller's context ends.
+//
+// # The chain
+//
+// Every event row stores seq, prev_hash and
+// hash = sha256(prev_hash || JCS(envelope)), from the Genesis value; the exact
+// rule is in docs/chain.md so another language can verify it. VerifyChain
+// recomputes a tenant's chain page by page and names the first bad sequence.
+//
+// # Lanes
+//
+// INLINE handlers run inside Emit before the write (an error fails the emit
+// and nothing commits); LOCAL handlers run after commit in the same process
+// (errors are logged); DURABLE and BEST_EFFORT subscriptions are dispatched by
+// the durable and record-change consumers in other packages, which use Match.
+//
+// # Caveats
+//
+// Payload numbers are IEEE-754 doubles, as in RFC 8785: integers beyond 2^53
+// lose precision. Envelope.Seq, PrevHash and Hash are zero in INLINE handlers,
+// because the sequence is only fixed when the group is committed.
+package engine

@@ -1,0 +1,31 @@
+// Package relay is Bowline's local stand-in for the EventBridge Pipes that
+// carry DynamoDB Streams records to SQS: it reads every shard of a table's
+// stream (parents before children), keeps the records a pipe's filter
+// accepts, transforms each into an SQS message and sends them in batches of
+// up to ten.
+//
+// The filter and transform of each pipe are data, not code: a PipeSpec holds
+// the EventBridge filter pattern JSON and the JSON paths of the body, the
+// FIFO message group id and the deduplication id. EventsPipe and
+// RecordChangesPipe are the two pipes of the design; the CloudFormation Pipe
+// in deploy/ is generated from, or checked against, the same values, so the
+// relay and AWS cannot drift apart.
+//
+// A shard's position is checkpointed durably in the inbox table (one row per
+// pipe and shard, pk RELAY#<pipe>#<stream ARN>#<shard>) and only after SQS
+// accepted every message up to it. A relay killed at any moment therefore
+// resends, on restart, at most the page it was working on: duplicates are
+// possible (the FIFO deduplication id absorbs them for five minutes),
+// losses are not.
+//
+// A record the filter accepts but the transform cannot resolve (a path that
+// is absent, or not a string where a string is needed) is logged at error
+// level and counted, never dropped in silence.
+//
+// # Caveats
+//
+// Run one relay per pipe and stream; two relays on the same pipe would both
+// deliver every record. The filter language is the subset of EventBridge
+// patterns the pipes use: literal values, prefix, suffix, exists and
+// anything-but; Compile rejects the rest.
+package relay
