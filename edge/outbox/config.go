@@ -1,0 +1,85 @@
+package outbox
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config configures an Outbox. Zero fields take the documented defaults.
+type Config struct {
+	// Path of the bbolt file. Required.
+	Path string
+	// MaxBytes caps the logical size of all stored records. Default 256 MiB.
+	MaxBytes int64
+	// EventReserve is the part of MaxBytes telemetry may never use, kept for
+	// events. Default MaxBytes/10.
+	EventReserve int64
+	// TelemetryTTL drops telemetry older than this (reported as a drop).
+	// Default 7 days; negative disables.
+	TelemetryTTL time.Duration
+	// EventTTL drops events older than this. Default 0: never.
+	EventTTL time.Duration
+	// MaxBatch bounds how many queued operations share one transaction.
+	// Default 4096.
+	MaxBatch int
+	// CompactFreeRatio: Open and Compact rewrite the file when more than this
+	// fraction of it is free and it is larger than CompactMinBytes.
+	// Default 0.5.
+	CompactFreeRatio float64
+	// CompactMinBytes: files smaller than this are never compacted.
+	// Default 16 MiB.
+	CompactMinBytes int64
+	// NoSync skips fsync (benchmarks of the non-durable path only).
+	NoSync bool
+	// Now is the clock (tests). Default time.Now.
+	Now func() time.Time
+	// Logger receives drops, expiries and recovery notes. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = 256 << 20
+	}
+	if c.EventReserve == 0 {
+		c.EventReserve = c.MaxBytes / 10
+	}
+	if c.TelemetryTTL == 0 {
+		c.TelemetryTTL = 7 * 24 * time.Hour
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 4096
+	}
+	if c.CompactFreeRatio == 0 {
+		c.CompactFreeRatio = 0.5
+	}
+	if c.CompactMinBytes == 0 {
+		c.CompactMinBytes = 16 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.Path == "":
+		return fmt.Errorf("outbox config: path: must be set")
+	case c.MaxBytes < 0:
+		return fmt.Errorf("outbox config: max_bytes %d: must not be negative", c.MaxBytes)
+	case c.EventReserve < 0 || (c.MaxBytes > 0 && c.EventReserve >= c.MaxBytes):
+		return fmt.Errorf("outbox config: event_reserve %d: must be in [0, max_bytes)", c.EventReserve)
+	case c.EventTTL < 0:
+		return fmt.Errorf("outbox config: event_ttl %s: must not be negative", c.EventTTL)
+	case c.MaxBatch < 0:
+		return fmt.Errorf("outbox config: max_batch %d: must not be negative", c.MaxBatch)
+	case c.CompactFreeRatio < 0 || c.CompactFreeRatio >= 1:
+		return fmt.Errorf("outbox config: compact_free_ratio %g: must be in [0, 1)", c.CompactFreeRatio)
+	}
+	return nil
+}

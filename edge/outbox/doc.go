@@ -1,0 +1,47 @@
+// Package outbox is the gateway's durable buffer: a bbolt file holding the
+// readings and events the agent has accepted but the cloud has not yet
+// acknowledged.
+//
+// There are two lanes, [Events] and [Telemetry]. Each lane keeps its own
+// per-thing sequence (the "seq" of the MQTT payloads) and its own cursor:
+// a record stays in the file until [Outbox.Ack] removes it after its PUBACK.
+//
+// Writes use group commit: every [Outbox.Append], [Outbox.Ack] and seal
+// issued while a transaction is being written joins the next one, so many
+// records share a single fsync. Append returns only after that fsync, which
+// is when the caller may acknowledge the data to its own source.
+//
+// Telemetry is read in sealed batches: the first time a run of samples is
+// handed to the forwarder its boundaries are written down, so a message
+// retried after a crash carries the same seq and the same samples and the
+// cloud can drop the duplicate by (thing, seq).
+//
+// # Disk cap and TTL
+//
+// The logical size of the stored records is capped ([Config.MaxBytes]).
+// Telemetry may use the cap minus [Config.EventReserve]; when it would exceed
+// that, or the whole file would exceed the cap, the oldest telemetry is
+// dropped and a bowl.telemetry_dropped event naming the dropped seq range is
+// written in the same transaction. Events are never dropped for space: when
+// only events are left, Append fails with [ErrFull] and the caller must not
+// acknowledge its source. Each lane has a TTL; expired telemetry is reported
+// the same way, expired events are counted and logged.
+//
+// # Record format
+//
+// Values start with a format byte ([FormatV1]). The meta bucket records the
+// file format; a file written by a newer agent is refused with [ErrFormat].
+//
+// # Caveats: corruption and recovery
+//
+// [Open] runs bbolt's consistency check and refuses a damaged file with
+// [ErrCorrupt]; it never starts empty in its place. The documented recovery
+// path is [Recover] (bowline-edge run --recover): the damaged file is moved
+// aside to <path>.corrupt-<unix seconds>, every record that can still be read
+// is copied into a fresh file, and the agent starts on that. A zero-length
+// file counts as new: bbolt initialises a file before the first transaction,
+// so no record was ever acknowledged from it.
+//
+// bbolt never shrinks its file. [Outbox.Compact] rewrites it when most of it
+// is free; Open does so on start when [Config.CompactFreeRatio] is exceeded.
+package outbox

@@ -1,0 +1,184 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	bucketMeta  = []byte("meta")
+	bucketSeals = []byte("seals")
+	bucketNext  = []byte("next")
+	bucketStats = []byte("stats")
+	bucketState = []byte("state")
+	keyFormat   = []byte("format")
+)
+
+func laneBucket(l Lane) []byte { return []byte("lane-" + l.String()) }
+
+// Outbox is the durable two-lane buffer. It is safe for concurrent use.
+type Outbox struct {
+	cfg Config
+	log *slog.Logger
+
+	mu sync.RWMutex // write-locked only while Compact swaps the file
+	db *bolt.DB
+
+	ops     chan *op
+	stop    chan struct{}
+	stopped chan struct{}
+
+	notifyMu sync.Mutex
+	notify   chan struct{}
+
+	closeOnce sync.Once
+	hooks     Hooks
+}
+
+// Hooks observe the outbox (metrics). Every field is optional and must not
+// block.
+type Hooks struct {
+	// Committed is called after each group commit with the number of
+	// operations it carried, the entries it appended and how long it took.
+	Committed func(ops, entries int, took time.Duration)
+	// Dropped is called for every run of telemetry dropped or events expired.
+	Dropped func(lane Lane, thing string, count int, reason string)
+}
+
+type op struct {
+	fn      func(w *wtx) error
+	entries int
+	done    chan error
+}
+
+// Open opens or creates the outbox file, checks it and starts the writer.
+// A damaged file yields ErrCorrupt (see Recover); a file held by another
+// process yields ErrLocked.
+func Open(cfg Config) (*Outbox, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	db, err := openChecked(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := &Outbox{cfg: cfg, log: cfg.Logger, db: db, notify: make(chan struct{})}
+	if err := o.compactIfSparse(); err != nil {
+		_ = o.db.Close()
+		return nil, err
+	}
+	o.startWriter()
+	return o, nil
+}
+
+// SetHooks installs observation hooks; call it before using the outbox.
+func (o *Outbox) SetHooks(h Hooks) { o.hooks = h }
+
+func openChecked(cfg Config) (db *bolt.DB, err error) {
+	if fi, statErr := os.Stat(cfg.Path); statErr == nil && fi.Size() == 0 {
+		cfg.Logger.Info("outbox file is empty; initialising it", "path", cfg.Path)
+	} else if errors.Is(statErr, os.ErrNotExist) {
+		cfg.Logger.Info("creating new outbox file", "path", cfg.Path)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("open outbox %s: %w: %v", cfg.Path, ErrCorrupt, r)
+		}
+	}()
+	db, err = bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: cfg.NoSync, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("open outbox %s: %w", cfg.Path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open outbox %s: %w: %v", cfg.Path, ErrCorrupt, err)
+	}
+	if err := check(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open outbox %s: %w", cfg.Path, err)
+	}
+	if err := db.Update(initBuckets); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open outbox %s: %w", cfg.Path, err)
+	}
+	return db, nil
+}
+
+// check runs bbolt's page-level consistency check and the format check.
+func check(db *bolt.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: consistency check panicked: %v", ErrCorrupt, r)
+		}
+	}()
+	return db.View(func(tx *bolt.Tx) error {
+		for cerr := range tx.Check() {
+			if cerr != nil {
+				return fmt.Errorf("%w: %v", ErrCorrupt, cerr)
+			}
+		}
+		if m := tx.Bucket(bucketMeta); m != nil {
+			if v := m.Get(keyFormat); len(v) != 1 || v[0] != FormatV1 {
+				return fmt.Errorf("file format %v: %w", v, ErrFormat)
+			}
+		}
+		return nil
+	})
+}
+
+func initBuckets(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketSeals, bucketNext, bucketStats, bucketState, laneBucket(Events), laneBucket(Telemetry)} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	m := tx.Bucket(bucketMeta)
+	if m.Get(keyFormat) == nil {
+		return m.Put(keyFormat, []byte{FormatV1})
+	}
+	return nil
+}
+
+// Close stops the writer (pending operations fail with ErrClosed) and
+// closes the file.
+func (o *Outbox) Close() error {
+	var err error
+	o.closeOnce.Do(func() {
+		close(o.stop)
+		<-o.stopped
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		err = o.db.Close()
+	})
+	return err
+}
+
+// Path returns the file's path.
+func (o *Outbox) Path() string { return o.cfg.Path }
+
+// Changed returns a channel closed at the next commit that adds records.
+func (o *Outbox) Changed() <-chan struct{} {
+	o.notifyMu.Lock()
+	defer o.notifyMu.Unlock()
+	return o.notify
+}
+
+func (o *Outbox) signal() {
+	o.notifyMu.Lock()
+	close(o.notify)
+	o.notify = make(chan struct{})
+	o.notifyMu.Unlock()
+}
+
+func (o *Outbox) view(fn func(tx *bolt.Tx) error) error {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.db.View(fn)
+}
