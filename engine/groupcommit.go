@@ -1,0 +1,529 @@
+package engine
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// ErrUnknownOutcome: DynamoDB never answered the transaction definitively
+// before the context ended; the event may have committed. Look its ID up
+// (or run VerifyChain) before emitting again.
+var ErrUnknownOutcome = errors.New("transaction outcome unknown")
+
+// request is one Emit waiting in its tenant's queue.
+type request struct {
+	ctx    context.Context
+	env    Envelope
+	writes []Write
+	key    string
+	size   int
+	done   chan struct{}
+	err    error
+	taken  bool // guarded by tenantLog.mu: the committer owns it now
+}
+
+func (r *request) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+func (r *request) actions() int {
+	n := 1 + len(r.writes)
+	if r.key != "" {
+		n++
+	}
+	return n
+}
+
+// tenantLog is one tenant's emit queue and the committer's view of its head.
+// At most one committer goroutine runs per tenant; it exits when the queue is
+// empty.
+type tenantLog struct {
+	tenant string
+
+	mu      sync.Mutex
+	queue   []*request
+	running bool
+
+	// Owned by the running committer.
+	headKnown bool
+	headSeq   uint64
+	headHash  string
+}
+
+func (e *Engine) log(tenant string) *tenantLog {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	tl := e.tenants[tenant]
+	if tl == nil {
+		tl = &tenantLog{tenant: tenant}
+		e.tenants[tenant] = tl
+	}
+	return tl
+}
+
+// submit queues req for its tenant's committer and waits for the outcome.
+// A context that ends while req is still queued withdraws it; once a group
+// holds it, the committer decides (and checks the context between
+// attempts), so the answer is always the truth about the write.
+func (e *Engine) submit(ctx context.Context, req *request) error {
+	tl := e.log(req.env.Tenant)
+	tl.mu.Lock()
+	tl.queue = append(tl.queue, req)
+	if !tl.running {
+		tl.running = true
+		go e.commitLoop(tl)
+	}
+	tl.mu.Unlock()
+	select {
+	case <-req.done:
+		return req.err
+	case <-ctx.Done():
+	}
+	tl.mu.Lock()
+	if !req.taken {
+		for i, r := range tl.queue {
+			if r == req {
+				tl.queue = append(tl.queue[:i], tl.queue[i+1:]...)
+				break
+			}
+		}
+		tl.mu.Unlock()
+		return fmt.Errorf("not committed: %w", ctx.Err())
+	}
+	tl.mu.Unlock()
+	<-req.done
+	return req.err
+}
+
+func (e *Engine) commitLoop(tl *tenantLog) {
+	for {
+		tl.mu.Lock()
+		if len(tl.queue) == 0 {
+			tl.running = false
+			tl.mu.Unlock()
+			return
+		}
+		group := e.takeGroup(tl)
+		tl.mu.Unlock()
+		e.commitGroup(tl, group)
+	}
+}
+
+// takeGroup takes the longest prefix of the queue that fits one
+// transaction; two emits with the same idempotency key never share one.
+// Called with tl.mu held.
+func (e *Engine) takeGroup(tl *tenantLog) []*request {
+	actions, size := 1, 0
+	keys := map[string]bool{}
+	n := 0
+	for _, r := range tl.queue {
+		if n > 0 && (n == e.cfg.MaxGroupEvents || actions+r.actions() > MaxTransactItems ||
+			size+r.size > MaxTransactBytes || (r.key != "" && keys[r.key])) {
+			break
+		}
+		actions += r.actions()
+		size += r.size
+		if r.key != "" {
+			keys[r.key] = true
+		}
+		r.taken = true
+		n++
+	}
+	group := append([]*request(nil), tl.queue[:n]...)
+	tl.queue = append(tl.queue[:0], tl.queue[n:]...)
+	return group
+}
+
+// part says which piece of which request a transaction item is.
+type part struct {
+	req   int // index in the group; -1 for the head row
+	kind  partKind
+	write int // index in the request's writes, for partWrite
+}
+
+type partKind int
+
+const (
+	partHead partKind = iota
+	partEvent
+	partDedup
+	partWrite
+)
+
+// attempt is one built transaction for a group.
+type attempt struct {
+	items []types.TransactWriteItem
+	parts []part
+	envs  []Envelope
+	token string
+}
+
+// commitGroup commits group in one transaction, retrying conflicts with
+// backoff, dropping (and answering) members whose own condition fails or
+// whose context ends, until every member has its answer.
+func (e *Engine) commitGroup(tl *tenantLog, group []*request) {
+	start := time.Now()
+	tries, backoffs := 0, 0
+	var (
+		at        *attempt
+		unknown   bool  // the last call of at may have committed
+		throttled bool  // the last failure was throttling
+		lastErr   error // the last retryable failure, for the log
+	)
+	for len(group) > 0 {
+		if !unknown {
+			group = e.dropDone(group, throttled)
+			if len(group) == 0 {
+				return
+			}
+			if !tl.headKnown {
+				if err := e.readHead(tl); err != nil {
+					lastErr = err
+					e.backoff(&backoffs)
+					continue
+				}
+			}
+			var err error
+			if at, err = e.build(tl, group); err != nil {
+				for _, r := range group {
+					r.finish(err)
+				}
+				return
+			}
+		} else if e.allDone(group) {
+			if e.committed(tl, at) {
+				e.succeed(tl, group, at, tries, start)
+				return
+			}
+			for _, r := range group {
+				r.finish(fmt.Errorf("%w: %w", ErrUnknownOutcome, lastErr))
+			}
+			tl.headKnown = false
+			return
+		}
+		tries++
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.CallTimeout)
+		_, err := e.cfg.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems:      at.items,
+			ClientRequestToken: aws.String(at.token),
+		})
+		cancel()
+		if err == nil {
+			e.succeed(tl, group, at, tries, start)
+			return
+		}
+		lastErr = err
+		var tce *types.TransactionCanceledException
+		if !errors.As(err, &tce) {
+			var api smithy.APIError
+			if errors.As(err, &api) {
+				switch api.ErrorCode() {
+				case "ValidationException", "ResourceNotFoundException", "AccessDeniedException",
+					"IdempotentParameterMismatchException", "SerializationException":
+					if unknown && e.committed(tl, at) {
+						e.succeed(tl, group, at, tries, start)
+						return
+					}
+					if len(group) > 1 {
+						// DynamoDB does not say which member is at fault:
+						// commit them one by one so only the offender fails.
+						for _, r := range group {
+							e.commitGroup(tl, []*request{r})
+						}
+						return
+					}
+					group[0].finish(fmt.Errorf("%w: %w", ErrRejected, err))
+					return
+				}
+				throttled = isThrottle(api.ErrorCode())
+			}
+			// No definitive answer: retry the same transaction with the same
+			// token, which DynamoDB commits at most once.
+			unknown = true
+			e.cfg.Logger.Debug("emit retry", "tenant", tl.tenant, "events", len(group), "err", err)
+			e.backoff(&backoffs)
+			continue
+		}
+		if unknown && e.committed(tl, at) {
+			e.succeed(tl, group, at, tries, start)
+			return
+		}
+		unknown = false
+		group, throttled = e.cancelled(tl, group, at, tce, &backoffs)
+	}
+}
+
+// cancelled handles a TransactionCanceledException: members whose own
+// condition failed (or whose items DynamoDB rejected) get their error and
+// leave the group; a moved head, a transaction conflict or throttling backs
+// off and retries the rest.
+func (e *Engine) cancelled(tl *tenantLog, group []*request, at *attempt, tce *types.TransactionCanceledException, backoffs *int) ([]*request, bool) {
+	reasons := tce.CancellationReasons
+	if len(reasons) != len(at.items) {
+		tl.headKnown = false
+		if len(group) > 1 {
+			for _, r := range group {
+				e.commitGroup(tl, []*request{r})
+			}
+			return nil, false
+		}
+		e.backoff(backoffs)
+		return group, false
+	}
+	failed := map[int]error{}
+	headMoved, retry, throttled := false, false, false
+	for i, r := range reasons {
+		code := aws.ToString(r.Code)
+		if code == "" || code == "None" {
+			continue
+		}
+		p := at.parts[i]
+		switch {
+		case code == "ConditionalCheckFailed" && (p.kind == partHead || p.kind == partEvent):
+			headMoved = true
+		case code == "ConditionalCheckFailed" && p.kind == partDedup:
+			id := ""
+			if v, ok := r.Item[AttrEventID].(*types.AttributeValueMemberS); ok {
+				id = v.Value
+			} else {
+				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.CallTimeout)
+				id, _, _ = e.dedupLookup(ctx, tl.tenant, group[p.req].key)
+				cancel()
+			}
+			failed[p.req] = &DuplicateError{Key: group[p.req].key, EventID: id}
+		case code == "ConditionalCheckFailed" && p.kind == partWrite:
+			failed[p.req] = &ConditionFailedError{Write: p.write, Table: writeTable(group[p.req].writes[p.write]), Message: aws.ToString(r.Message)}
+		case code == "TransactionConflict":
+			retry = true
+		case isThrottle(code):
+			retry, throttled = true, true
+		case p.kind == partHead:
+			for j := range group {
+				failed[j] = fmt.Errorf("%w: head row: %s: %s", ErrRejected, code, aws.ToString(r.Message))
+			}
+		default:
+			failed[p.req] = fmt.Errorf("%w: %s: %s", ErrRejected, code, aws.ToString(r.Message))
+		}
+	}
+	if headMoved {
+		tl.headKnown = false
+	}
+	if len(failed) > 0 {
+		rest := group[:0:0]
+		for j, r := range group {
+			if err, ok := failed[j]; ok {
+				r.finish(err)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		return rest, false
+	}
+	if !headMoved && !retry {
+		// Cancelled with no reason we know: re-read the head and retry.
+		tl.headKnown = false
+	}
+	e.backoff(backoffs)
+	return group, throttled
+}
+
+func (e *Engine) succeed(tl *tenantLog, group []*request, at *attempt, tries int, start time.Time) {
+	last := at.envs[len(at.envs)-1]
+	tl.headKnown, tl.headSeq, tl.headHash = true, last.Seq, last.Hash
+	for i, r := range group {
+		r.env = at.envs[i]
+		r.finish(nil)
+	}
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.Committed(tl.tenant, len(group), tries, time.Since(start))
+	}
+}
+
+// committed reports whether at's first event is in the log: the answer after
+// an unknown outcome.
+func (e *Engine) committed(tl *tenantLog, at *attempt) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.CallTimeout)
+	defer cancel()
+	first := at.envs[0]
+	out, err := e.cfg.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(e.cfg.EventsTable),
+		Key:            eventKey(tl.tenant, first.Seq),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || out.Item == nil {
+		return false
+	}
+	id, _ := out.Item[AttrID].(*types.AttributeValueMemberS)
+	return id != nil && id.Value == first.ID
+}
+
+func (e *Engine) dropDone(group []*request, throttled bool) []*request {
+	rest := group[:0:0]
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			if throttled {
+				r.finish(fmt.Errorf("not committed: %w: %w", ErrThrottled, err))
+			} else {
+				r.finish(fmt.Errorf("not committed: %w", err))
+			}
+			continue
+		}
+		rest = append(rest, r)
+	}
+	return rest
+}
+
+func (e *Engine) allDone(group []*request) bool {
+	for _, r := range group {
+		if r.ctx.Err() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) backoff(n *int) {
+	ceiling := e.cfg.BackoffBase << min(*n, 16)
+	if ceiling > e.cfg.BackoffMax || ceiling <= 0 {
+		ceiling = e.cfg.BackoffMax
+	}
+	*n++
+	time.Sleep(time.Duration(rand.Int64N(int64(ceiling)) + 1))
+}
+
+func isThrottle(code string) bool {
+	switch code {
+	case "ThrottlingError", "ThrottlingException", "ProvisionedThroughputExceeded",
+		"ProvisionedThroughputExceededException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+func (e *Engine) readHead(tl *tenantLog) error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.CallTimeout)
+	defer cancel()
+	h, err := e.head(ctx, tl.tenant)
+	if err != nil {
+		return err
+	}
+	tl.headKnown, tl.headSeq, tl.headHash = true, h.Seq, h.Hash
+	return nil
+}
+
+// build assigns sequence numbers and hashes to the group and lays out its
+// transaction: the head update first, then each event's row, dedup row and
+// writes.
+func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
+	at := &attempt{token: newToken()}
+	seq, prev := tl.headSeq, tl.headHash
+	if !tl.headKnown || seq == 0 {
+		prev = Genesis
+	}
+	now := e.cfg.Now().UTC()
+	head := &types.Update{
+		TableName:        aws.String(e.cfg.EventsTable),
+		Key:              map[string]types.AttributeValue{AttrPK: s(HeadPK(tl.tenant)), AttrSK: s(HeadSK)},
+		UpdateExpression: aws.String("SET #last_seq = :next, #last_hash = :hash, #tenant = :tenant, #updated_at = :now"),
+		ExpressionAttributeNames: map[string]string{
+			"#last_seq": AttrLastSeq, "#last_hash": AttrLastHash, "#tenant": AttrTenant, "#updated_at": AttrUpdatedAt,
+		},
+	}
+	if seq == 0 {
+		head.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		head.ConditionExpression = aws.String("#last_seq = :prev")
+	}
+	at.items = append(at.items, types.TransactWriteItem{Update: head})
+	at.parts = append(at.parts, part{req: -1, kind: partHead})
+	for i, r := range group {
+		env := r.env
+		seq++
+		env.Seq = seq
+		if err := Seal(&env, prev); err != nil {
+			return nil, err
+		}
+		prev = env.Hash
+		item, err := EventItem(env)
+		if err != nil {
+			return nil, err
+		}
+		at.envs = append(at.envs, env)
+		at.items = append(at.items, types.TransactWriteItem{Put: &types.Put{
+			TableName:           aws.String(e.cfg.EventsTable),
+			Item:                item,
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}})
+		at.parts = append(at.parts, part{req: i, kind: partEvent})
+		if r.key != "" {
+			at.items = append(at.items, types.TransactWriteItem{Put: &types.Put{
+				TableName: aws.String(e.cfg.InboxTable),
+				Item: map[string]types.AttributeValue{
+					AttrPK:        s(DedupPK(tl.tenant, r.key)),
+					AttrEventID:   s(env.ID),
+					AttrTenant:    s(tl.tenant),
+					AttrType:      s(env.Type),
+					AttrCreatedAt: s(now.Format(TimeLayout)),
+					AttrTTL:       n(uint64(now.Add(e.cfg.DedupTTL).Unix())),
+				},
+				ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}})
+			at.parts = append(at.parts, part{req: i, kind: partDedup})
+		}
+		for j, w := range r.writes {
+			at.items = append(at.items, w)
+			at.parts = append(at.parts, part{req: i, kind: partWrite, write: j})
+		}
+	}
+	head.ExpressionAttributeValues = map[string]types.AttributeValue{
+		":next": n(seq), ":hash": s(prev), ":tenant": s(tl.tenant), ":now": s(now.Format(TimeLayout)),
+	}
+	if tl.headSeq > 0 && tl.headKnown {
+		head.ExpressionAttributeValues[":prev"] = n(tl.headSeq)
+	}
+	return at, nil
+}
+
+func writeTable(w Write) string {
+	switch {
+	case w.Put != nil:
+		return aws.ToString(w.Put.TableName)
+	case w.Update != nil:
+		return aws.ToString(w.Update.TableName)
+	case w.Delete != nil:
+		return aws.ToString(w.Delete.TableName)
+	case w.ConditionCheck != nil:
+		return aws.ToString(w.ConditionCheck.TableName)
+	}
+	return ""
+}
+
+func eventKey(tenant string, seq uint64) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrPK: s(EventPK(tenant)), AttrSK: s(SeqSK(seq))}
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func n(v uint64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatUint(v, 10)}
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
