@@ -1,0 +1,263 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// PoisonPK is the global partition of poison pills.
+const PoisonPK = "POISON"
+
+const (
+	tenantPrefix = "TENANT#"
+	letterPrefix = "DL#"
+	timeLayout   = time.RFC3339Nano
+)
+
+// Letter is one dead letter.
+type Letter struct {
+	Tenant       string    `json:"tenant,omitempty"`
+	EventID      string    `json:"event_id,omitempty"`
+	EventType    string    `json:"type,omitempty"`
+	Subscription string    `json:"subscription,omitempty"`
+	Error        string    `json:"error"`
+	Attempts     int       `json:"attempts,omitempty"`
+	ReceiveCount int       `json:"receive_count,omitempty"`
+	MessageID    string    `json:"message_id,omitempty"`
+	GroupID      string    `json:"group_id,omitempty"`
+	Body         string    `json:"body,omitempty"`
+	At           time.Time `json:"at"`
+	Poison       bool      `json:"poison,omitempty"`
+	// RedrivenAt is set when redrive moved the event back for replay.
+	RedrivenAt time.Time `json:"redriven_at,omitzero"`
+}
+
+// Open reports whether the letter still stands for undone work.
+func (l Letter) Open() bool { return l.RedrivenAt.IsZero() }
+
+// DynamoAPI is the part of the DynamoDB client the store uses; it must be
+// safe for concurrent use.
+type DynamoAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ DynamoAPI = (*dynamodb.Client)(nil)
+
+// Errors of the store.
+var (
+	// ErrIncomplete: a tenant letter lacks its tenant, event or subscription.
+	ErrIncomplete = errors.New("dead letter needs tenant, event id and subscription")
+)
+
+// Store reads and writes the dead_letters table.
+type Store struct {
+	client DynamoAPI
+	table  string
+	now    func() time.Time
+}
+
+// New returns a Store on table. now defaults to time.Now.
+func New(client DynamoAPI, table string, now func() time.Time) (*Store, error) {
+	if client == nil || table == "" {
+		return nil, errors.New("deadletter: client and table are required")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{client: client, table: table, now: now}, nil
+}
+
+// Record writes (or overwrites) the tenant-scoped letter of
+// (l.EventID, l.Subscription).
+func (s *Store) Record(ctx context.Context, l Letter) error {
+	if l.Tenant == "" || l.EventID == "" || l.Subscription == "" {
+		return fmt.Errorf("record dead letter %+v: %w", l, ErrIncomplete)
+	}
+	if l.At.IsZero() {
+		l.At = s.now()
+	}
+	l.Poison, l.RedrivenAt = false, time.Time{}
+	item := encode(l)
+	item["pk"] = sv(tenantPrefix + l.Tenant)
+	item["sk"] = sv(letterPrefix + l.EventID + "#" + l.Subscription)
+	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("record dead letter of event %s for %s: %w", l.EventID, l.Subscription, err)
+	}
+	return nil
+}
+
+// RecordPoison writes a poison pill under the global partition.
+func (s *Store) RecordPoison(ctx context.Context, l Letter) error {
+	if l.At.IsZero() {
+		l.At = s.now()
+	}
+	l.Poison = true
+	item := encode(l)
+	item["pk"] = sv(PoisonPK)
+	item["sk"] = sv(l.At.UTC().Format(timeLayout) + "#" + l.MessageID)
+	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("record poison pill of message %s: %w", l.MessageID, err)
+	}
+	return nil
+}
+
+// ForEvent returns the letters of one event of tenant.
+func (s *Store) ForEvent(ctx context.Context, tenant, eventID string) ([]Letter, error) {
+	return s.query(ctx, tenantPrefix+tenant, letterPrefix+eventID+"#")
+}
+
+// Tenant returns every letter of tenant.
+func (s *Store) Tenant(ctx context.Context, tenant string) ([]Letter, error) {
+	return s.query(ctx, tenantPrefix+tenant, letterPrefix)
+}
+
+// Poison returns every poison pill.
+func (s *Store) Poison(ctx context.Context) ([]Letter, error) {
+	return s.query(ctx, PoisonPK, "")
+}
+
+// All returns every letter and poison pill (a Scan: operator use only).
+func (s *Store) All(ctx context.Context) ([]Letter, error) {
+	var out []Letter
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start})
+		if err != nil {
+			return nil, fmt.Errorf("scan dead letters in %s: %w", s.table, err)
+		}
+		for _, it := range page.Items {
+			out = append(out, decode(it))
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}
+
+func (s *Store) query(ctx context.Context, pk, skPrefix string) ([]Letter, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(pk)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	if skPrefix != "" {
+		in.KeyConditionExpression = aws.String("pk = :pk AND begins_with(sk, :sk)")
+		in.ExpressionAttributeValues[":sk"] = sv(skPrefix)
+	}
+	var out []Letter
+	for {
+		page, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("query dead letters %s %s: %w", pk, skPrefix, err)
+		}
+		for _, it := range page.Items {
+			out = append(out, decode(it))
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// MarkRedriven marks the letter of (eventID, subscription) as moved back
+// for replay.
+func (s *Store) MarkRedriven(ctx context.Context, tenant, eventID, subscription string) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table),
+		Key: map[string]types.AttributeValue{
+			"pk": sv(tenantPrefix + tenant), "sk": sv(letterPrefix + eventID + "#" + subscription),
+		},
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		UpdateExpression:          aws.String("SET redriven_at = :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": sv(s.now().UTC().Format(timeLayout))},
+	})
+	if err != nil {
+		return fmt.Errorf("mark dead letter of event %s for %s redriven: %w", eventID, subscription, err)
+	}
+	return nil
+}
+
+func encode(l Letter) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		"error": sv(l.Error),
+		"at":    sv(l.At.UTC().Format(timeLayout)),
+	}
+	put := func(k, v string) {
+		if v != "" {
+			item[k] = sv(v)
+		}
+	}
+	put("tenant", l.Tenant)
+	put("event_id", l.EventID)
+	put("type", l.EventType)
+	put("subscription", l.Subscription)
+	put("message_id", l.MessageID)
+	put("group_id", l.GroupID)
+	put("body", l.Body)
+	if l.Attempts > 0 {
+		item["attempts"] = nv(l.Attempts)
+	}
+	if l.ReceiveCount > 0 {
+		item["receive_count"] = nv(l.ReceiveCount)
+	}
+	if l.Poison {
+		item["poison"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return item
+}
+
+func decode(item map[string]types.AttributeValue) Letter {
+	l := Letter{
+		Tenant:       getS(item, "tenant"),
+		EventID:      getS(item, "event_id"),
+		EventType:    getS(item, "type"),
+		Subscription: getS(item, "subscription"),
+		Error:        getS(item, "error"),
+		MessageID:    getS(item, "message_id"),
+		GroupID:      getS(item, "group_id"),
+		Body:         getS(item, "body"),
+		Attempts:     getN(item, "attempts"),
+		ReceiveCount: getN(item, "receive_count"),
+		Poison:       getS(item, "pk") == PoisonPK,
+	}
+	l.At, _ = time.Parse(timeLayout, getS(item, "at"))
+	l.RedrivenAt, _ = time.Parse(timeLayout, getS(item, "redriven_at"))
+	if t, ok := strings.CutPrefix(getS(item, "pk"), tenantPrefix); ok && l.Tenant == "" {
+		l.Tenant = t
+	}
+	return l
+}
+
+func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func nv(n int) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
+}
+
+func getS(item map[string]types.AttributeValue, k string) string {
+	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]types.AttributeValue, k string) int {
+	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.Atoi(v.Value)
+		return n
+	}
+	return 0
+}

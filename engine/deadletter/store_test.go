@@ -1,0 +1,82 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/bowline-iot/bowline/internal/localstack"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+)
+
+func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB) }
+
+func TestRecordOverwritesAndReads(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t)), lstest.Names(t).DeadLettersTable(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := "t-" + ulid.Make().String()
+	ev := ulid.Make().String()
+	for i := 1; i <= 3; i++ {
+		err := s.Record(ctx, Letter{Tenant: tenant, EventID: ev, EventType: "com.payment_completed", Subscription: "book_shipment", Error: "boom", ReceiveCount: i})
+		if err != nil {
+			t.Fatalf("Record #%d: %v", i, err)
+		}
+	}
+	if err := s.Record(ctx, Letter{Tenant: tenant, EventID: ev, Subscription: "notify_buyer", Error: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ForEvent(ctx, tenant, ev)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("ForEvent = %d letters, %v; want 2", len(got), err)
+	}
+	if got[0].Subscription != "book_shipment" || got[0].ReceiveCount != 3 || !got[0].Open() {
+		t.Errorf("letter = %+v; want book_shipment, receive count 3, open", got[0])
+	}
+	if err := s.MarkRedriven(ctx, tenant, ev, "book_shipment"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Tenant(ctx, tenant)
+	if len(got) != 2 || got[0].Open() || !got[1].Open() {
+		t.Errorf("after MarkRedriven: %+v; want first closed, second open", got)
+	}
+	if err := s.MarkRedriven(ctx, tenant, "absent", "x"); err == nil {
+		t.Error("MarkRedriven of an absent letter = nil; want an error")
+	}
+	if err := s.Record(ctx, Letter{EventID: ev}); !errors.Is(err, ErrIncomplete) {
+		t.Errorf("Record without tenant = %v; want ErrIncomplete", err)
+	}
+}
+
+func TestPoisonUnderGlobalPartition(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t)), lstest.Names(t).DeadLettersTable(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ulid.Make().String()
+	if err := s.RecordPoison(ctx, Letter{MessageID: id, Body: "not json", Error: "decode"}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Poison(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		if l.MessageID == id {
+			if !l.Poison || l.Body != "not json" || l.Tenant != "" {
+				t.Errorf("poison letter = %+v; want poison with body and no tenant", l)
+			}
+			return
+		}
+	}
+	t.Errorf("poison pill %s not found among %d", id, len(all))
+}
