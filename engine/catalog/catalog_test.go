@@ -1,0 +1,43 @@
+package catalog_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/catalog"
+)
+
+func TestBowlineCatalogPassesCheck(t *testing.T) {
+	if err := catalog.Bowline().Check(); err != nil {
+		t.Fatalf("catalog.Bowline().Check() = %v; want nil", err)
+	}
+}
+
+func TestPaymentFansOutToFourDurableSubscriptions(t *testing.T) {
+	got := engine.Match(catalog.Bowline().Subscriptions, engine.Durable, "com.payment_completed")
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	if want := "shopify_mirror,book_shipment,notify_buyer,mark_tag_ordered"; strings.Join(names, ",") != want {
+		t.Errorf("DURABLE subscriptions of com.payment_completed = %v; want %s", names, want)
+	}
+}
+
+func TestBind(t *testing.T) {
+	h := func(context.Context, engine.Envelope) error { return nil }
+	c, err := catalog.Bind(catalog.Bowline(), map[string]engine.Handler{"notify_buyer": h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Subscriptions {
+		if (s.Handler != nil) != (s.Name == "notify_buyer") {
+			t.Errorf("after Bind, %s has handler %v; want only notify_buyer bound", s.Name, s.Handler != nil)
+		}
+	}
+	if _, err := catalog.Bind(catalog.Bowline(), map[string]engine.Handler{"notify_buyr": h}); err == nil || !strings.Contains(err.Error(), "notify_buyr") {
+		t.Errorf("Bind(unknown name) error = %v; want one naming notify_buyr", err)
+	}
+}
