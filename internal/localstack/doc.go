@@ -1,0 +1,22 @@
+// Package localstack starts Bowline's local AWS stack: real wire-protocol
+// emulators run as child processes on free loopback ports, so the same
+// aws-sdk-go-v2 code that talks to AWS talks to them, with only the
+// AWS_ENDPOINT_URL_* variables changed.
+//
+//	DynamoDB + Streams  AWS's DynamoDB Local (Java 17+), jar in deploy/local/dynamodb-local
+//	SQS                 fauxqs (Node 20+), deploy/local/node_modules/fauxqs
+//	Kinesis             kinesis-local (Node 20+), run from its own folder
+//	MQTT                mochi-mqtt, embedded in this process
+//
+// ./scripts/setup installs the emulators; Start reports which one is missing
+// and how to install it. Each Start waits until every emulator answers a real
+// API call. Close stops them (SIGTERM, then SIGKILL after a grace period) and
+// reaps every child; children also get SIGKILL if this process dies first
+// (Linux parent-death signal), so a killed test leaves nothing behind.
+//
+// # Caveats
+//
+// DynamoDB Local binds every interface (it has no host option); fauxqs binds
+// 0.0.0.0. Both are started on random free ports and addressed as 127.0.0.1.
+// All data is in memory and gone after Close.
+package localstack
