@@ -1,0 +1,342 @@
+package forward
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"golang.org/x/time/rate"
+
+	"github.com/bowline-iot/bowline/edge/outbox"
+)
+
+// Source is the outbox as the forwarder sees it. Implementations are safe
+// for concurrent use; Ack is called from publish completions.
+type Source interface {
+	// Things lists things with pending records in lane.
+	Things(lane outbox.Lane) ([]string, error)
+	// Events returns up to max pending events of thing from seq on.
+	Events(ctx context.Context, thing string, from uint64, max int) ([]outbox.Record, error)
+	// TelemetryBatch returns thing's next sealed telemetry batch from seq on.
+	TelemetryBatch(ctx context.Context, thing string, from uint64, lim outbox.BatchLimit) (outbox.Batch, bool, error)
+	// Ack removes first..last of thing's lane; called only after a PUBACK.
+	Ack(ctx context.Context, lane outbox.Lane, thing string, first, last uint64) error
+	// Changed is closed when new records are committed.
+	Changed() <-chan struct{}
+}
+
+var _ Source = (*outbox.Outbox)(nil)
+
+// Hooks observe the forwarder (metrics). Every field is optional and must
+// not block.
+type Hooks struct {
+	// Published is called per message sent: its lane and record count.
+	Published func(lane outbox.Lane, records int)
+	// Acked is called per PUBACK with the time since the publish.
+	Acked func(lane outbox.Lane, records int, rtt time.Duration)
+	// Connection is called when the connection goes up or down.
+	Connection func(up bool)
+}
+
+// Status is the forwarder's state for the status endpoint.
+type Status struct {
+	Connected  bool      `json:"connected"`
+	Broker     string    `json:"broker"`
+	LastPuback time.Time `json:"last_puback,omitzero"`
+	LastError  string    `json:"last_error,omitempty"`
+	Connects   int       `json:"connects"`
+	InFlight   int       `json:"in_flight"`
+	Published  int64     `json:"published"`
+	Acked      int64     `json:"acked"`
+}
+
+// Forwarder publishes a Source to an MQTT broker.
+type Forwarder struct {
+	cfg     Config
+	src     Source
+	limiter *rate.Limiter
+	hooks   Hooks
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New returns a Forwarder for src; it validates cfg.
+func New(cfg Config, src Source) (*Forwarder, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	burst := max(1, int(cfg.Rate/10))
+	return &Forwarder{
+		cfg:     cfg,
+		src:     src,
+		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), burst),
+		status:  Status{Broker: cfg.Broker},
+	}, nil
+}
+
+// SetHooks installs observation hooks; call it before Run.
+func (f *Forwarder) SetHooks(h Hooks) { f.hooks = h }
+
+// Status returns a snapshot of the forwarder's state.
+func (f *Forwarder) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+func (f *Forwarder) update(fn func(s *Status)) {
+	f.mu.Lock()
+	fn(&f.status)
+	f.mu.Unlock()
+}
+
+// Run connects and forwards until ctx ends, reconnecting with jittered
+// exponential backoff. It returns ctx's error, or an error from the source
+// (the outbox failing is not something a reconnect fixes).
+func (f *Forwarder) Run(ctx context.Context) error {
+	bo := backoff{min: f.cfg.BackoffMin, max: f.cfg.BackoffMax}
+	for {
+		connected, err := f.session(ctx, &bo)
+		var srcErr *sourceError
+		if errors.As(err, &srcErr) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			f.update(func(s *Status) { s.LastError = err.Error() })
+			f.cfg.Logger.Warn("mqtt session ended", "broker", f.cfg.Broker, "err", err)
+		}
+		if connected {
+			bo.reset()
+		}
+		d := bo.next()
+		f.cfg.Logger.Info("mqtt reconnecting", "broker", f.cfg.Broker, "in", d)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// sourceError marks a failure of the Source, which ends Run.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+func (f *Forwarder) clientOptions(lost func(error)) *paho.ClientOptions {
+	will, _ := json.Marshal(StatusMessage{V: 1, Thing: f.cfg.Thing, State: "offline"})
+	o := paho.NewClientOptions().
+		AddBroker(f.cfg.Broker).
+		SetClientID(f.cfg.ClientID).
+		SetCleanSession(false).
+		SetAutoReconnect(false).
+		SetConnectRetry(false).
+		SetKeepAlive(f.cfg.KeepAlive).
+		SetPingTimeout(f.cfg.ConnectTimeout).
+		SetConnectTimeout(f.cfg.ConnectTimeout).
+		SetWriteTimeout(f.cfg.ConnectTimeout).
+		SetOrderMatters(false).
+		SetWill(Topic(f.cfg.Tenant, f.cfg.Thing, "status"), string(will), 1, true).
+		SetConnectionLostHandler(func(_ paho.Client, err error) { lost(err) })
+	if f.cfg.TLS != nil {
+		o.SetTLSConfig(f.cfg.TLS)
+	}
+	return o
+}
+
+// session runs one connection. connected reports whether it got as far as
+// a CONNACK.
+func (f *Forwarder) session(ctx context.Context, bo *backoff) (connected bool, err error) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	client := paho.NewClient(f.clientOptions(func(err error) {
+		cancel(fmt.Errorf("%w: %v", ErrConnectionLost, err))
+	}))
+	tok := client.Connect()
+	select {
+	case <-tok.Done():
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	if err := tok.Error(); err != nil {
+		return false, fmt.Errorf("broker %s: %w: %v", f.cfg.Broker, ErrConnect, err)
+	}
+	defer client.Disconnect(100)
+	f.update(func(s *Status) { s.Connected = true; s.Connects++; s.LastError = "" })
+	if f.hooks.Connection != nil {
+		f.hooks.Connection(true)
+	}
+	defer func() {
+		f.update(func(s *Status) { s.Connected = false; s.InFlight = 0 })
+		if f.hooks.Connection != nil {
+			f.hooks.Connection(false)
+		}
+	}()
+	f.cfg.Logger.Info("mqtt connected", "broker", f.cfg.Broker, "client_id", f.cfg.ClientID)
+	online, _ := json.Marshal(StatusMessage{V: 1, Thing: f.cfg.Thing, State: "online"})
+	client.Publish(Topic(f.cfg.Tenant, f.cfg.Thing, "status"), 1, true, online)
+
+	p := &pump{f: f, client: client, ctx: ctx, sctx: sctx, cancel: cancel,
+		sem: make(chan struct{}, f.cfg.InFlight), cursor: map[cursorKey]uint64{}}
+	defer p.wg.Wait()
+	for {
+		changed := f.src.Changed()
+		n, err := p.round()
+		if err != nil {
+			return true, err
+		}
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-sctx.Done():
+			if ctx.Err() != nil {
+				return true, ctx.Err()
+			}
+			return true, context.Cause(sctx)
+		case <-changed:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+type cursorKey struct {
+	lane  outbox.Lane
+	thing string
+}
+
+// pump is one session's publishing state: what has been sent (cursors) and
+// the in-flight window.
+type pump struct {
+	f      *Forwarder
+	client paho.Client
+	ctx    context.Context // the Run context: acks use it
+	sctx   context.Context // ends with the session
+	cancel context.CancelCauseFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	cursor map[cursorKey]uint64
+}
+
+// round publishes what is pending: every thing's events, and only when no
+// event was pending, one telemetry batch per thing. It returns how many
+// messages it published.
+func (p *pump) round() (int, error) {
+	src := p.f.src
+	things, err := src.Things(outbox.Events)
+	if err != nil {
+		return 0, &sourceError{fmt.Errorf("list things with events: %w", err)}
+	}
+	n := 0
+	for _, thing := range things {
+		k := cursorKey{outbox.Events, thing}
+		recs, err := src.Events(p.sctx, thing, p.cursor[k], 64)
+		if err != nil {
+			return n, p.srcErr(fmt.Errorf("read events of %s: %w", thing, err))
+		}
+		for _, r := range recs {
+			payload, err := encodeEvent(r)
+			if err != nil {
+				return n, &sourceError{err}
+			}
+			p.cursor[k] = r.Seq + 1
+			if len(payload) > p.f.cfg.MaxPayload {
+				p.f.cfg.Logger.Error("event larger than max payload; kept in the outbox, not sent", "thing", thing, "seq", r.Seq, "bytes", len(payload), "err", ErrTooLarge)
+				continue
+			}
+			if err := p.publish(outbox.Events, thing, r.Seq, r.Seq, 1, Topic(p.f.cfg.Tenant, thing, "events"), payload); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		return n, nil
+	}
+	things, err = src.Things(outbox.Telemetry)
+	if err != nil {
+		return 0, &sourceError{fmt.Errorf("list things with telemetry: %w", err)}
+	}
+	for _, thing := range things {
+		k := cursorKey{outbox.Telemetry, thing}
+		lim := outbox.BatchLimit{MaxSamples: p.f.cfg.MaxBatchSamples, MaxBytes: p.f.cfg.MaxPayload - envelopeCost(thing), Cost: sampleCost}
+		bt, ok, err := src.TelemetryBatch(p.sctx, thing, p.cursor[k], lim)
+		if err != nil {
+			return n, p.srcErr(fmt.Errorf("read telemetry of %s: %w", thing, err))
+		}
+		if !ok {
+			continue
+		}
+		payload, err := encodeTelemetry(bt)
+		if err != nil {
+			return n, &sourceError{err}
+		}
+		p.cursor[k] = bt.Last + 1
+		if err := p.publish(outbox.Telemetry, thing, bt.First, bt.Last, len(bt.Samples), Topic(p.f.cfg.Tenant, thing, "telemetry"), payload); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (p *pump) srcErr(err error) error {
+	if p.sctx.Err() != nil {
+		return context.Cause(p.sctx)
+	}
+	return &sourceError{err}
+}
+
+// publish sends one message within the window and the rate limit; its
+// records are acknowledged to the source when the PUBACK arrives.
+func (p *pump) publish(lane outbox.Lane, thing string, first, last uint64, records int, topic string, payload []byte) error {
+	select {
+	case p.sem <- struct{}{}:
+	case <-p.sctx.Done():
+		return context.Cause(p.sctx)
+	}
+	if err := p.f.limiter.Wait(p.sctx); err != nil {
+		<-p.sem
+		return context.Cause(p.sctx)
+	}
+	sent := time.Now()
+	tok := p.client.Publish(topic, 1, false, payload)
+	p.f.update(func(s *Status) { s.InFlight = len(p.sem); s.Published++ })
+	if h := p.f.hooks.Published; h != nil {
+		h(lane, records)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.sem }()
+		select {
+		case <-tok.Done():
+		case <-p.sctx.Done():
+			return
+		}
+		if err := tok.Error(); err != nil {
+			p.cancel(fmt.Errorf("publish %s seq %d: %w", topic, first, err))
+			return
+		}
+		if err := p.f.src.Ack(p.ctx, lane, thing, first, last); err != nil {
+			p.cancel(&sourceError{fmt.Errorf("ack %s %s %d..%d: %w", lane, thing, first, last, err)})
+			return
+		}
+		now := time.Now()
+		p.f.update(func(s *Status) { s.LastPuback = now; s.Acked++; s.InFlight = len(p.sem) - 1 })
+		if h := p.f.hooks.Acked; h != nil {
+			h(lane, records, now.Sub(sent))
+		}
+	}()
+	return nil
+}
