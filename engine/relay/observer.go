@@ -1,0 +1,80 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Observer hears what the relay does; Metrics is the Prometheus one. Its
+// methods must be safe for concurrent use and must not block.
+type Observer interface {
+	// Forwarded counts messages SQS accepted.
+	Forwarded(n int)
+	// Filtered counts records the filter dropped.
+	Filtered(n int)
+	// TransformFailed counts records the filter accepted but the transform
+	// could not resolve.
+	TransformFailed()
+	// Rejected counts messages SQS refused as the sender's fault.
+	Rejected()
+	// SendError counts failed send attempts that will be retried.
+	SendError()
+	// Lag reports the age of the newest record forwarded.
+	Lag(d time.Duration)
+	// SQSCall and DynamoCall count API calls, for cost per event.
+	SQSCall(op string)
+	DynamoCall(op string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Forwarded(int)     {}
+func (nopObserver) Filtered(int)      {}
+func (nopObserver) TransformFailed()  {}
+func (nopObserver) Rejected()         {}
+func (nopObserver) SendError()        {}
+func (nopObserver) Lag(time.Duration) {}
+func (nopObserver) SQSCall(string)    {}
+func (nopObserver) DynamoCall(string) {}
+
+// Metrics is an Observer that exports Prometheus metrics labelled by pipe.
+type Metrics struct {
+	forwarded, filtered, transformFailed, rejected, sendErrors *prometheus.CounterVec
+	lag                                                        *prometheus.GaugeVec
+	calls                                                      *prometheus.CounterVec
+}
+
+// NewMetrics registers the relay's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		forwarded:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_forwarded_total", Help: "Messages SQS accepted from the pipe."}, []string{"pipe"}),
+		filtered:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_filtered_total", Help: "Stream records the pipe's filter dropped."}, []string{"pipe"}),
+		transformFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_transform_errors_total", Help: "Records the filter accepted but the transform could not resolve."}, []string{"pipe"}),
+		rejected:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_rejected_total", Help: "Messages SQS refused as the sender's fault."}, []string{"pipe"}),
+		sendErrors:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_send_errors_total", Help: "Failed send attempts, retried."}, []string{"pipe"}),
+		lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bowline_relay_lag_seconds", Help: "Age of the newest stream record forwarded."}, []string{"pipe"}),
+		calls:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_api_calls_total", Help: "AWS API calls by service and operation."}, []string{"pipe", "service", "op"}),
+	}
+	reg.MustRegister(m.forwarded, m.filtered, m.transformFailed, m.rejected, m.sendErrors, m.lag, m.calls)
+	return m
+}
+
+// For returns the Observer of one pipe.
+func (m *Metrics) For(pipe string) Observer { return pipeMetrics{m, pipe} }
+
+type pipeMetrics struct {
+	m    *Metrics
+	pipe string
+}
+
+func (p pipeMetrics) Forwarded(n int)     { p.m.forwarded.WithLabelValues(p.pipe).Add(float64(n)) }
+func (p pipeMetrics) Filtered(n int)      { p.m.filtered.WithLabelValues(p.pipe).Add(float64(n)) }
+func (p pipeMetrics) TransformFailed()    { p.m.transformFailed.WithLabelValues(p.pipe).Inc() }
+func (p pipeMetrics) Rejected()           { p.m.rejected.WithLabelValues(p.pipe).Inc() }
+func (p pipeMetrics) SendError()          { p.m.sendErrors.WithLabelValues(p.pipe).Inc() }
+func (p pipeMetrics) Lag(d time.Duration) { p.m.lag.WithLabelValues(p.pipe).Set(d.Seconds()) }
+func (p pipeMetrics) SQSCall(op string)   { p.m.calls.WithLabelValues(p.pipe, "sqs", op).Inc() }
+func (p pipeMetrics) DynamoCall(op string) {
+	p.m.calls.WithLabelValues(p.pipe, "dynamodb", op).Inc()
+}

@@ -1,0 +1,100 @@
+package relay
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// QueueAPI is the part of the SQS client the relay uses.
+type QueueAPI interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ QueueAPI = (*sqs.Client)(nil)
+
+// maxBatch is SQS's limit of entries per SendMessageBatch.
+const maxBatch = 10
+
+// send delivers msgs in batches of up to ten, retrying failed entries until
+// SQS accepts them or ctx ends. An entry SQS rejects as the sender's fault
+// (it can never succeed) is logged and counted, not retried forever.
+func (r *Relay) send(ctx context.Context, msgs []Message) error {
+	for len(msgs) > 0 {
+		n := min(len(msgs), maxBatch)
+		if err := r.sendBatch(ctx, msgs[:n]); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+func (r *Relay) sendBatch(ctx context.Context, batch []Message) error {
+	pending := batch
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+		}
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(pending))
+		for i, m := range pending {
+			entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body)}
+			if m.GroupID != "" {
+				entries[i].MessageGroupId = aws.String(m.GroupID)
+				entries[i].MessageDeduplicationId = aws.String(m.DedupID)
+			}
+		}
+		r.obs.SQSCall("SendMessageBatch")
+		out, err := r.cfg.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.cfg.QueueURL), Entries: entries})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.log.Warn("send batch failed; retrying", "pipe", r.pipe.spec.Name, "messages", len(pending), "err", err)
+			r.obs.SendError()
+			continue
+		}
+		r.obs.Forwarded(len(out.Successful))
+		var retry []Message
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			if i < 0 || i >= len(pending) {
+				continue
+			}
+			if f.SenderFault {
+				r.log.Error("sqs rejected message; not retrying", "pipe", r.pipe.spec.Name, "seq", pending[i].Sequence,
+					"dedup_id", pending[i].DedupID, "code", aws.ToString(f.Code), "message", aws.ToString(f.Message))
+				r.obs.Rejected()
+				continue
+			}
+			r.obs.SendError()
+			retry = append(retry, pending[i])
+		}
+		if len(retry) > 0 {
+			r.log.Warn("some messages not accepted; retrying", "pipe", r.pipe.spec.Name, "failed", len(retry))
+		}
+		pending = retry
+	}
+	return nil
+}
+
+func backoff(attempt int) time.Duration {
+	return 100 * time.Millisecond << min(attempt, 6)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
