@@ -1,0 +1,90 @@
+package status
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bowline-iot/bowline/edge/forward"
+	"github.com/bowline-iot/bowline/edge/outbox"
+)
+
+// Metrics turns outbox and forwarder hooks into Prometheus metrics.
+type Metrics struct {
+	appended    *prometheus.CounterVec
+	commits     prometheus.Counter
+	commitSecs  prometheus.Histogram
+	dropped     *prometheus.CounterVec
+	published   *prometheus.CounterVec
+	acked       *prometheus.CounterVec
+	pubackSecs  prometheus.Histogram
+	connected   prometheus.Gauge
+	connections prometheus.Counter
+}
+
+// NewMetrics registers the edge metrics on reg, plus gauges read from
+// stats at scrape time (backlog and bytes per lane).
+func NewMetrics(reg prometheus.Registerer, stats func() (outbox.Stats, error)) *Metrics {
+	m := &Metrics{
+		appended:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_outbox_appended_total", Help: "Records made durable in the outbox."}, []string{"lane"}),
+		commits:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_edge_outbox_commits_total", Help: "Group commits (one fsync each)."}),
+		commitSecs:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bowline_edge_outbox_commit_seconds", Help: "Group commit duration.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		dropped:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_outbox_dropped_total", Help: "Records removed unsent (disk cap, ttl).", ConstLabels: nil}, []string{"lane", "reason"}),
+		published:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_mqtt_published_total", Help: "MQTT messages published."}, []string{"lane"}),
+		acked:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_mqtt_acked_records_total", Help: "Records acknowledged by PUBACK and removed from the outbox."}, []string{"lane"}),
+		pubackSecs:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bowline_edge_mqtt_puback_seconds", Help: "Publish to PUBACK latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		connected:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "bowline_edge_mqtt_connected", Help: "1 while connected to the broker."}),
+		connections: prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_edge_mqtt_connections_total", Help: "Successful MQTT connections."}),
+	}
+	reg.MustRegister(m.appended, m.commits, m.commitSecs, m.dropped, m.published, m.acked, m.pubackSecs, m.connected, m.connections)
+	for _, l := range outbox.Lanes {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bowline_edge_outbox_backlog", Help: "Records pending in the outbox.", ConstLabels: prometheus.Labels{"lane": l.String()}}, func() float64 {
+			s, err := stats()
+			if err != nil {
+				return -1
+			}
+			return float64(s.Lane(l).Records)
+		}))
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bowline_edge_outbox_bytes", Help: "Logical bytes pending in the outbox.", ConstLabels: prometheus.Labels{"lane": l.String()}}, func() float64 {
+			s, err := stats()
+			if err != nil {
+				return -1
+			}
+			return float64(s.Lane(l).Bytes)
+		}))
+	}
+	return m
+}
+
+// OutboxHooks returns the hooks to install with Outbox.SetHooks.
+func (m *Metrics) OutboxHooks() outbox.Hooks {
+	return outbox.Hooks{
+		Committed: func(_, entries int, took time.Duration) {
+			m.commits.Inc()
+			m.commitSecs.Observe(took.Seconds())
+			m.appended.WithLabelValues("all").Add(float64(entries))
+		},
+		Dropped: func(lane outbox.Lane, _ string, n int, reason string) {
+			m.dropped.WithLabelValues(lane.String(), reason).Add(float64(n))
+		},
+	}
+}
+
+// ForwardHooks returns the hooks to install with Forwarder.SetHooks.
+func (m *Metrics) ForwardHooks() forward.Hooks {
+	return forward.Hooks{
+		Published: func(lane outbox.Lane, _ int) { m.published.WithLabelValues(lane.String()).Inc() },
+		Acked: func(lane outbox.Lane, n int, rtt time.Duration) {
+			m.acked.WithLabelValues(lane.String()).Add(float64(n))
+			m.pubackSecs.Observe(rtt.Seconds())
+		},
+		Connection: func(up bool) {
+			if up {
+				m.connected.Set(1)
+				m.connections.Inc()
+				return
+			}
+			m.connected.Set(0)
+		},
+	}
+}

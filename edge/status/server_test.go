@@ -1,0 +1,71 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bowline-iot/bowline/edge/outbox"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestEndpoints(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, func() (outbox.Stats, error) { return outbox.Stats{Events: outbox.LaneStats{Records: 3}}, nil })
+	m.ForwardHooks().Connection(true)
+	now := time.Now()
+	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: reg, Report: func(context.Context) (Report, error) {
+		return Report{Tenant: "t1", Lanes: LaneReports{Events: LaneFrom(outbox.LaneStats{Records: 3, Oldest: now.Add(-time.Minute)}, now)}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	base := "http://" + s.Addr()
+
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q; want 200 \"ok\\n\"", code, body)
+	}
+	code, body := get(t, base+"/status")
+	var rep Report
+	if err := json.Unmarshal([]byte(body), &rep); code != 200 || err != nil {
+		t.Fatalf("/status = %d %s (%v); want 200 and a JSON report", code, body, err)
+	}
+	if rep.Lanes.Events.Backlog != 3 || rep.Lanes.Events.OldestAgeSeconds != 60 {
+		t.Fatalf("/status events lane = %+v; want backlog 3, oldest 60s", rep.Lanes.Events)
+	}
+	_, metrics := get(t, base+"/metrics")
+	for _, want := range []string{`bowline_edge_outbox_backlog{lane="events"} 3`, "bowline_edge_mqtt_connected 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "report") {
+		t.Fatalf("Validate(empty) = %v; want an error naming report", err)
+	}
+	if err := (Config{Addr: "nonsense", Report: func(context.Context) (Report, error) { return Report{}, nil }}).Validate(); err == nil || !strings.Contains(err.Error(), "addr") {
+		t.Fatalf("Validate(bad addr) = %v; want an error naming addr", err)
+	}
+}
