@@ -66,10 +66,10 @@ func testCatalog() engine.Catalog {
 	return engine.Catalog{
 		Types: []engine.EventType{
 			{Name: "bowl.meal_finished"}, {Name: "bowl.refilled"},
-			{Name: "com.payment_completed"}, {Name: "row.contact.modify"},
+			{Name: "com.payment_completed"}, {Name: "row.contact.modify"}, {Name: "bowl.empty"},
 		},
 		Producers: []engine.Producer{
-			{Name: "ingest", Emits: []string{"bowl.meal_finished", "bowl.refilled"}},
+			{Name: "ingest", Emits: []string{"bowl.meal_finished", "bowl.refilled", "bowl.empty"}},
 			{Name: "api", Emits: []string{"com.payment_completed"}},
 			{Name: "app-stream", Emits: []string{"row.contact.modify"}},
 		},
@@ -91,7 +91,7 @@ func TestCatalogCheck(t *testing.T) {
 		want   error
 	}{
 		{"emitted type undeclared", func(c *engine.Catalog) {
-			c.Producers[0].Emits = append(c.Producers[0].Emits, "bowl.empty")
+			c.Producers[0].Emits = append(c.Producers[0].Emits, "bowl.food_low")
 		}, engine.ErrUndeclaredEmit},
 		{"declared type without producer", func(c *engine.Catalog) {
 			c.Types = append(c.Types, engine.EventType{Name: "bowl.food_low"})
