@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // DefaultRegion is used only when no region is configured and an endpoint
@@ -48,4 +49,16 @@ func Load(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Con
 		return aws.Config{}, fmt.Errorf("load aws config: no region: set AWS_REGION (or AWS_ENDPOINT_URL_* for the local stack)")
 	}
 	return cfg, nil
+}
+
+// DynamoDBOptions is the option every Bowline DynamoDB client is built
+// with: dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions). Against a
+// local emulator it turns off the X-Amz-Crc32 response check, which
+// DynamoDB Local's error responses fail (the SDK then logs a spurious
+// "response did not match expected checksum" warning); against AWS it
+// changes nothing.
+func DynamoDBOptions(o *dynamodb.Options) {
+	if Local() {
+		o.DisableValidateResponseChecksum = true
+	}
 }

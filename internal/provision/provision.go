@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
@@ -112,7 +113,7 @@ func Provision(ctx context.Context, cfg aws.Config, n resources.Names, opts Opti
 }
 
 func provisionTables(ctx context.Context, cfg aws.Config, n resources.Names, rep *Report) error {
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	for _, t := range tables(n) {
 		r, err := ensureTable(ctx, ddb, t)
 		if err != nil {
