@@ -7,4 +7,6 @@ import (
 	"github.com/bowline-iot/bowline/engine/command"
 )
 
-func runCatalog(ctx context.Context, args []string) error { return command.Catalog(ctx, args, os.Stdout) }
+func runCatalog(ctx context.Context, args []string) error {
+	return command.Catalog(ctx, args, os.Stdout)
+}

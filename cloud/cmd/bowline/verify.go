@@ -7,4 +7,6 @@ import (
 	"github.com/bowline-iot/bowline/engine/command"
 )
 
-func runVerifyChain(ctx context.Context, args []string) error { return command.VerifyChain(ctx, args, os.Stdout) }
+func runVerifyChain(ctx context.Context, args []string) error {
+	return command.VerifyChain(ctx, args, os.Stdout)
+}
