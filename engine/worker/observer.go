@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Claim outcomes reported to Observer.Claim.
+const (
+	ClaimTaken     = "claimed"
+	ClaimCompleted = "already_completed"
+	ClaimDead      = "dead"
+	ClaimHeld      = "held"
+	ClaimError     = "error"
+)
+
+// Handler outcomes reported to Observer.Handled.
+const (
+	HandledOK    = "ok"
+	HandledRetry = "retry"
+	HandledDead  = "dead"
+	HandledLost  = "lease_lost"
+)
+
+// Observer hears what the worker does; Metrics is the Prometheus one. Its
+// methods must be safe for concurrent use and must not block.
+type Observer interface {
+	Received(n int)
+	Claim(subscription, outcome string)
+	Handled(subscription, outcome string, d time.Duration)
+	DeadLetter(subscription string)
+	Poison()
+	Unmatched(eventType string)
+	Deleted()
+	ForwardedToDLQ()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Received(int)                          {}
+func (nopObserver) Claim(string, string)                  {}
+func (nopObserver) Handled(string, string, time.Duration) {}
+func (nopObserver) DeadLetter(string)                     {}
+func (nopObserver) Poison()                               {}
+func (nopObserver) Unmatched(string)                      {}
+func (nopObserver) Deleted()                              {}
+func (nopObserver) ForwardedToDLQ()                       {}
+
+// Metrics is an Observer exporting Prometheus metrics.
+type Metrics struct {
+	received, deleted, poison, toDLQ prometheus.Counter
+	claims                           *prometheus.CounterVec
+	handled                          *prometheus.HistogramVec
+	retries, deadLetters, unmatched  *prometheus.CounterVec
+}
+
+// NewMetrics registers the worker's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		received:    prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_received_total", Help: "Messages received from the events queue."}),
+		deleted:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_deleted_total", Help: "Messages deleted after all their work was completed or dead."}),
+		poison:      prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_poison_pills_total", Help: "Message bodies that did not decode to an event."}),
+		toDLQ:       prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_forwarded_to_dlq_total", Help: "Messages with dead work forwarded to the dead-letter queue."}),
+		claims:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_claims_total", Help: "Inbox claims by outcome."}, []string{"subscription", "outcome"}),
+		handled:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bowline_worker_handler_seconds", Help: "Handler latency by outcome.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"subscription", "outcome"}),
+		retries:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_retries_total", Help: "Retryable handler failures left to SQS."}, []string{"subscription"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_dead_letters_total", Help: "Dead letters written."}, []string{"subscription"}),
+		unmatched:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_unmatched_total", Help: "Events that matched no DURABLE subscription."}, []string{"type"}),
+	}
+	reg.MustRegister(m.received, m.deleted, m.poison, m.toDLQ, m.claims, m.handled, m.retries, m.deadLetters, m.unmatched)
+	return m
+}
+
+func (m *Metrics) Received(n int)            { m.received.Add(float64(n)) }
+func (m *Metrics) Claim(sub, outcome string) { m.claims.WithLabelValues(sub, outcome).Inc() }
+func (m *Metrics) DeadLetter(sub string)     { m.deadLetters.WithLabelValues(sub).Inc() }
+func (m *Metrics) Poison()                   { m.poison.Inc() }
+func (m *Metrics) Unmatched(typ string)      { m.unmatched.WithLabelValues(typ).Inc() }
+func (m *Metrics) Deleted()                  { m.deleted.Inc() }
+func (m *Metrics) ForwardedToDLQ()           { m.toDLQ.Inc() }
+func (m *Metrics) Handled(sub, outcome string, d time.Duration) {
+	m.handled.WithLabelValues(sub, outcome).Observe(d.Seconds())
+	if outcome == HandledRetry {
+		m.retries.WithLabelValues(sub).Inc()
+	}
+}
+
+var _ Observer = (*Metrics)(nil)
