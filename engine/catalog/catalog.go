@@ -28,11 +28,13 @@ func Bowline() engine.Catalog {
 			{Name: "bowl.food_low", Fields: []string{"level_g", "threshold_g"}, Description: "food fell below the threshold"},
 			{Name: "bowl.empty", Description: "the bowl is empty"},
 			{Name: "bowl.device_fault", Fields: []string{"code", "detail"}, Description: "the bowl reported a fault"},
+			{Name: "bowl.telemetry_dropped", Fields: []string{"from_seq", "to_seq", "count", "from", "to", "reason"}, Description: "the gateway dropped unsent telemetry (disk cap or TTL)"},
+			{Name: "bowl.data_gap", Fields: []string{"thing", "lane", "from_seq", "to_seq", "missing_since"}, Description: "a range of a thing's sequence numbers never arrived within the grace period"},
 			{Name: "com.order_created", Fields: []string{"order_id", "customer_id", "pet_id", "items", "amount_cents"}, Description: "an order was placed"},
 			{Name: "com.payment_completed", Fields: []string{"order_id", "payment_id", "amount_cents"}, Description: "an order was paid"},
 		},
 		Producers: []engine.Producer{
-			{Name: ProducerIngest, Emits: []string{"bowl.meal_finished", "bowl.refilled", "bowl.food_low", "bowl.empty", "bowl.device_fault"}},
+			{Name: ProducerIngest, Emits: []string{"bowl.meal_finished", "bowl.refilled", "bowl.food_low", "bowl.empty", "bowl.device_fault", "bowl.telemetry_dropped", "bowl.data_gap"}},
 			{Name: ProducerAPI, Emits: []string{"com.order_created", "com.payment_completed"}},
 		},
 		Subscriptions: []engine.Subscription{
