@@ -10,7 +10,7 @@ func main() {
 		Name:    "bowline-edge",
 		Summary: "the Bowline gateway agent",
 		Commands: []cli.Command{
-			{Name: "run", Summary: "run the gateway agent", Run: cli.Stub},
+			{Name: "run", Summary: "run the gateway agent", Run: runCmd},
 			{Name: "simulate", Summary: "simulated bowls that speak the firmware protocol", Run: cli.Stub},
 		},
 	}.Main()

@@ -1,0 +1,240 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/bowline-iot/bowline/edge/detect"
+	"github.com/bowline-iot/bowline/edge/forward"
+	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/status"
+	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
+)
+
+// Config configures the agent. Each part has its own documented defaults.
+type Config struct {
+	Outbox  outbox.Config
+	Forward forward.Config
+	Detect  detect.Config
+	// StatusAddr is the loopback status endpoint; "" means
+	// status.DefaultAddr, "off" disables it.
+	StatusAddr string
+	// Inputs are the bowl links. At least one.
+	Inputs []Input
+	// Things maps a device id to its thing name; unmapped devices use
+	// their id.
+	Things map[string]string
+	// LinkRetry is the pause before reopening a failed link. Default 1s.
+	LinkRetry time.Duration
+	// ExpireEvery is how often lane TTLs are applied. Default 1m.
+	ExpireEvery time.Duration
+	// CompactEvery is how often compaction is considered. Default 1h.
+	CompactEvery time.Duration
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports the first bad field of the agent's own settings; the
+// parts validate theirs in New.
+func (c Config) Validate() error {
+	if len(c.Inputs) == 0 {
+		return fmt.Errorf("agent config: inputs: at least one bowl input is required")
+	}
+	for dev, thing := range c.Things {
+		if !forward.ThingName(thing) {
+			return fmt.Errorf("agent config: things[%q] = %q: not a valid thing name", dev, thing)
+		}
+	}
+	if c.LinkRetry < 0 || c.ExpireEvery < 0 || c.CompactEvery < 0 {
+		return fmt.Errorf("agent config: link_retry, expire_every, compact_every: must not be negative")
+	}
+	return nil
+}
+
+// Agent is the running gateway.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	out     *outbox.Outbox
+	sink    *Sink
+	fwd     *forward.Forwarder
+	bridge  *bridge.Bridge
+	status  *status.Server
+	reg     *prometheus.Registry
+	started time.Time
+	links   []*linkState
+}
+
+// New validates cfg, opens the outbox (ErrCorrupt and ErrLocked surface
+// here), binds the status endpoint and builds the parts. Close releases
+// them if Run is not called.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LinkRetry == 0 {
+		cfg.LinkRetry = time.Second
+	}
+	if cfg.ExpireEvery == 0 {
+		cfg.ExpireEvery = time.Minute
+	}
+	if cfg.CompactEvery == 0 {
+		cfg.CompactEvery = time.Hour
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Outbox.Logger = cfg.Logger.With("part", "outbox")
+	cfg.Forward.Logger = cfg.Logger.With("part", "forward")
+	a := &Agent{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), started: time.Now()}
+	// Validate the forwarder before touching the disk.
+	if err := cfg.Forward.Validate(); err != nil {
+		return nil, err
+	}
+	var err error
+	if a.out, err = outbox.Open(cfg.Outbox); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.out.Close()
+		}
+	}()
+	things := func(dev string) string {
+		if t, ok := cfg.Things[dev]; ok {
+			return t
+		}
+		return dev
+	}
+	if a.sink, err = NewSink(a.out, things, cfg.Detect); err != nil {
+		return nil, err
+	}
+	if a.fwd, err = forward.New(cfg.Forward, a.out); err != nil {
+		return nil, err
+	}
+	if a.bridge, err = bridge.New(bridge.Config{Sink: a.sink, Logger: cfg.Logger.With("part", "bridge")}); err != nil {
+		return nil, err
+	}
+	m := status.NewMetrics(a.reg, a.out.Stats)
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.out.SetHooks(m.OutboxHooks())
+	a.fwd.SetHooks(m.ForwardHooks())
+	if cfg.StatusAddr != "off" {
+		if a.status, err = status.Listen(status.Config{Addr: cfg.StatusAddr, Report: a.Report, Gatherer: a.reg, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	for range cfg.Inputs {
+		a.links = append(a.links, &linkState{})
+	}
+	ok = true
+	return a, nil
+}
+
+// StatusAddr is the bound status address ("" when disabled).
+func (a *Agent) StatusAddr() string {
+	if a.status == nil {
+		return ""
+	}
+	return a.status.Addr()
+}
+
+// Outbox exposes the outbox (tests, tools).
+func (a *Agent) Outbox() *outbox.Outbox { return a.out }
+
+// Run serves the inputs, forwards and serves status until ctx ends; then
+// it closes the outbox. It returns nil on a clean stop.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.out.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := a.fwd.Run(ctx); err != nil && ctx.Err() == nil {
+			cancel(fmt.Errorf("forwarder: %w", err))
+		}
+	})
+	if a.status != nil {
+		wg.Go(func() {
+			if err := a.status.Serve(ctx); err != nil && ctx.Err() == nil {
+				cancel(err)
+			}
+		})
+	}
+	for i, in := range a.cfg.Inputs {
+		wg.Go(func() { serve(ctx, in, a.bridge, a.links[i], a.cfg.LinkRetry, a.log.Warn) })
+	}
+	wg.Go(func() { a.housekeeping(ctx) })
+	a.log.Info("agent running", "inputs", len(a.cfg.Inputs), "broker", a.cfg.Forward.Broker, "outbox", a.out.Path(), "status", a.StatusAddr())
+	<-ctx.Done()
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func (a *Agent) housekeeping(ctx context.Context) {
+	expire := time.NewTicker(a.cfg.ExpireEvery)
+	defer expire.Stop()
+	compact := time.NewTicker(a.cfg.CompactEvery)
+	defer compact.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-expire.C:
+			if err := a.out.Expire(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error("apply ttl", "err", err)
+			}
+		case <-compact.C:
+			if _, err := a.out.Compact(); err != nil {
+				a.log.Error("compact outbox", "err", err)
+			}
+		}
+	}
+}
+
+// Report builds the /status document.
+func (a *Agent) Report(context.Context) (status.Report, error) {
+	s, err := a.out.Stats()
+	if err != nil {
+		return status.Report{}, err
+	}
+	now := time.Now()
+	r := status.Report{
+		Tenant: a.cfg.Forward.Tenant, Gateway: a.cfg.Forward.ClientID, Uptime: now.Sub(a.started),
+		Lanes: status.LaneReports{Events: status.LaneFrom(s.Events, now), Telemetry: status.LaneFrom(s.Telemetry, now)},
+		Disk:  status.Disk{Path: a.out.Path(), FileBytes: s.FileBytes, FreeBytes: s.FreeBytes, CapBytes: s.MaxBytes},
+		MQTT:  a.fwd.Status(),
+	}
+	if fi, err := os.Stat(a.out.Path()); err == nil {
+		r.Disk.FileBytes = fi.Size()
+	}
+	for i, in := range a.cfg.Inputs {
+		l := a.links[i]
+		l.mu.Lock()
+		r.Bowls = append(r.Bowls, status.Bowl{Input: in.String(), Connected: l.connected, LastError: l.lastErr})
+		l.mu.Unlock()
+	}
+	seen := a.sink.LastSeen()
+	devs := make([]string, 0, len(seen))
+	for d := range seen {
+		devs = append(devs, d)
+	}
+	sort.Strings(devs)
+	for _, d := range devs {
+		r.Bowls = append(r.Bowls, status.Bowl{Device: d, Connected: true, LastSeen: seen[d]})
+	}
+	return r, nil
+}

@@ -1,0 +1,15 @@
+// Package agent wires the gateway together: firmware-bridge links in, the
+// bbolt outbox in the middle (this package is the bridge's Sink), the
+// detector beside it, the MQTT forwarder and the status endpoint out.
+//
+// # Delivery
+//
+// For each batch the bridge delivers, the sink skips records already
+// stored (per device, by 32-bit serial comparison with the last stored
+// Seq), turns weight batches into telemetry samples, feeds weights and tag
+// reads to the device's detector, and appends samples, detected events and
+// the new per-device state (last Seq, detector snapshot) in one outbox
+// transaction. Only when that commit is on disk does Deliver return nil and
+// the bridge acknowledge the MCU. A failed append rolls the in-memory state
+// back, so a retry produces the same records and event ids.
+package agent

@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bowline-iot/bowline/edge/detect"
+	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
+	"github.com/bowline-iot/bowline/firmware-bridge/frame"
+)
+
+// Appender is the outbox as the sink needs it.
+type Appender interface {
+	// Append makes entries and state durable in one transaction.
+	Append(ctx context.Context, entries []outbox.Entry, state map[string][]byte) error
+	// State returns a value stored by Append, or nil.
+	State(key string) ([]byte, error)
+}
+
+var _ Appender = (*outbox.Outbox)(nil)
+
+// Sample kinds written to the telemetry lane.
+const (
+	KindWeight      = "weight_g"
+	KindTemperature = "temperature_c"
+	KindBattery     = "battery_pct"
+	KindBatteryMV   = "battery_mv"
+	KindLid         = "lid_open"
+	KindTagRSSI     = "tag_rssi"
+	TypeDeviceFault = "bowl.device_fault"
+)
+
+// Sink is the bridge.Sink that makes records durable in the outbox.
+type Sink struct {
+	out    Appender
+	thing  func(device string) string
+	detCfg detect.Config
+
+	mu      sync.Mutex
+	devices map[string]*device
+}
+
+var _ bridge.Sink = (*Sink)(nil)
+
+type device struct {
+	mu      sync.Mutex // Deliver is never concurrent per device, but be safe
+	thing   string
+	hasLast bool
+	last    uint32
+	det     *detect.Detector
+	seen    time.Time
+}
+
+// NewSink returns a Sink writing to out; thing maps a device id to its
+// thing name (nil: the device id).
+func NewSink(out Appender, thing func(string) string, detCfg detect.Config) (*Sink, error) {
+	if thing == nil {
+		thing = func(d string) string { return d }
+	}
+	if _, err := detect.New(detCfg); err != nil {
+		return nil, err
+	}
+	return &Sink{out: out, thing: thing, detCfg: detCfg, devices: map[string]*device{}}, nil
+}
+
+func lastKey(dev string) string   { return "last_seq/" + dev }
+func detectKey(dev string) string { return "detect/" + dev }
+
+func (s *Sink) device(dev string) (*device, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.devices[dev]; ok {
+		return d, nil
+	}
+	d := &device{thing: s.thing(dev)}
+	det, err := detect.New(s.detCfg)
+	if err != nil {
+		return nil, err
+	}
+	d.det = det
+	if v, err := s.out.State(lastKey(dev)); err != nil {
+		return nil, fmt.Errorf("load last seq of %s: %w", dev, err)
+	} else if len(v) == 4 {
+		d.hasLast, d.last = true, binary.BigEndian.Uint32(v)
+	}
+	if v, err := s.out.State(detectKey(dev)); err != nil {
+		return nil, fmt.Errorf("load detector state of %s: %w", dev, err)
+	} else if v != nil {
+		if err := d.det.Restore(v); err != nil {
+			return nil, fmt.Errorf("device %s: %w", dev, err)
+		}
+	}
+	s.devices[dev] = d
+	return d, nil
+}
+
+// LastSeen returns when each device last delivered a record.
+func (s *Sink) LastSeen() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]time.Time{}
+	for k, d := range s.devices {
+		d.mu.Lock()
+		out[k] = d.seen
+		d.mu.Unlock()
+	}
+	return out
+}
+
+// Deliver implements bridge.Sink.
+func (s *Sink) Deliver(ctx context.Context, batch []bridge.Record) error {
+	// The bridge runs one device per link; group anyway in case.
+	for start := 0; start < len(batch); {
+		end := start + 1
+		for end < len(batch) && batch[end].Device == batch[start].Device {
+			end++
+		}
+		if err := s.deliverDevice(ctx, batch[start].Device, batch[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+func (s *Sink) deliverDevice(ctx context.Context, dev string, recs []bridge.Record) error {
+	d, err := s.device(dev)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	det := d.det.Clone()
+	hasLast, last := d.hasLast, d.last
+	var entries []outbox.Entry
+	for _, r := range recs {
+		if hasLast && int32(r.Seq-last) <= 0 {
+			continue // stored before a restart; the MCU sent it again
+		}
+		hasLast, last = true, r.Seq
+		entries = s.convert(entries, d.thing, det, r)
+	}
+	if !hasLast || (d.hasLast && last == d.last) {
+		return nil // only duplicates
+	}
+	snap, err := det.Snapshot()
+	if err != nil {
+		return fmt.Errorf("device %s: snapshot detector: %w", dev, err)
+	}
+	state := map[string][]byte{lastKey(dev): binary.BigEndian.AppendUint32(nil, last), detectKey(dev): snap}
+	if err := s.out.Append(ctx, entries, state); err != nil {
+		return fmt.Errorf("device %s: append %d records: %w", dev, len(entries), err)
+	}
+	d.det, d.hasLast, d.last, d.seen = det, true, last, time.Now()
+	return nil
+}
+
+func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detector, r bridge.Record) []outbox.Entry {
+	tel := func(at time.Time, kind string, v float64) {
+		entries = append(entries, outbox.Entry{Lane: outbox.Telemetry, Thing: thing, At: at, Type: kind, Value: v})
+	}
+	events := func(evs []detect.Event) {
+		for _, e := range evs {
+			data, _ := json.Marshal(e.Data)
+			entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: e.At, Type: e.Type, ID: e.ID, Data: data})
+		}
+	}
+	switch b := r.Body.(type) {
+	case frame.WeightBatch:
+		rate := max(1, int(b.RateHz))
+		for i, mg := range b.Milligrams {
+			at := r.At.Add(time.Duration(i) * time.Second / time.Duration(rate))
+			g := float64(mg) / 1000
+			tel(at, KindWeight, g)
+			events(det.Weight(detect.Ref{Seq: r.Seq, Index: uint16(i)}, at, g))
+		}
+	case frame.TagSeen:
+		tel(r.At, KindTagRSSI, float64(b.RSSI))
+		events(det.Tag(detect.Ref{Seq: r.Seq}, r.At, b.Tag))
+	case frame.Temperature:
+		tel(r.At, KindTemperature, float64(b.CentiCelsius)/100)
+	case frame.Battery:
+		tel(r.At, KindBattery, float64(b.Percent))
+		tel(r.At, KindBatteryMV, float64(b.Millivolts))
+	case frame.Lid:
+		tel(r.At, KindLid, float64(b.State))
+	case frame.Fault:
+		data, _ := json.Marshal(map[string]any{"code": int(b.Code), "detail": b.Detail})
+		entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeDeviceFault, ID: "fault-" + strconv.FormatUint(uint64(r.Seq), 10), Data: data})
+	}
+	return entries
+}

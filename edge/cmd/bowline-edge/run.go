@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/bowline-iot/bowline/edge/agent"
+	"github.com/bowline-iot/bowline/edge/config"
+	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/internal/cli"
+)
+
+const runSummary = "run the gateway agent: bowl links in, bbolt outbox, MQTT out"
+
+const runUsage = `bowline-edge run [--config FILE] [flags]
+
+Reads the bowls' MCU frames (serial, pty or unix socket), makes every reading
+durable in a bbolt outbox before the MCU is acknowledged, detects meals,
+refills, food-low and empty on the gateway, and forwards events (first) and
+telemetry batches over MQTT (QoS 1) to dt/bowline/<tenant>/<thing>/...
+
+The config file is JSON with the same options as the flags (flags win):
+  {"tenant":"t1","gateway":"gw-1","broker":"ssl://example:8883",
+   "tls":{"ca":"ca.pem","cert":"gw.pem","key":"gw.key"},
+   "inputs":["serial:/dev/ttyAMA0@115200"],
+   "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
+   "mqtt":{"rate":100,"in_flight":100}}
+
+A corrupt outbox (torn write after power loss) stops the agent with exit
+status 1; --recover moves the damaged file aside, salvages what is readable
+and starts on the copy. A bad config exits 2 naming the field.`
+
+// configArg finds --config's value before the flags are bound, so the
+// file's values become the flags' defaults and flags override them.
+func configArg(args []string) (string, bool) {
+	for i, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if v, ok := strings.CutPrefix(a, "config="); ok {
+			return v, true
+		}
+		if a == "config" && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+func runCmd(ctx context.Context, args []string) error {
+	var file config.File
+	if path, ok := configArg(args); ok {
+		f, err := config.Load(path)
+		if err != nil {
+			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+		}
+		file = f
+	}
+	fs := cli.NewFlags("bowline-edge run", runSummary, runUsage)
+	fs.String("config", "", "JSON config file; flags override its values")
+	recoverFlag := fs.Bool("recover", false, "if the outbox is corrupt, move it to <path>.corrupt-<time>, salvage readable records and start")
+	logJSON := fs.Bool("log-json", false, "log as JSON lines instead of text")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	config.Flags(fs, &file)
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", cli.ErrUsage, *logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var logger *slog.Logger
+	if *logJSON {
+		logger = slog.New(slog.NewJSONHandler(os.Stderr, hopts))
+	} else {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, hopts))
+	}
+	cfg, err := file.Agent()
+	if err != nil {
+		return fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
+	cfg.Logger = logger
+	a, err := agent.New(cfg)
+	if errors.Is(err, outbox.ErrCorrupt) {
+		if !*recoverFlag {
+			return fmt.Errorf("%w\nthe outbox file %s is damaged; the agent will not start empty in its place.\nrun again with --recover to move it aside and salvage what is readable", err, cfg.Outbox.Path)
+		}
+		s, rerr := outbox.Recover(cfg.Outbox.Path, logger)
+		if rerr != nil {
+			return rerr
+		}
+		logger.Warn("outbox recovered", "moved_to", s.MovedTo, "copied", s.Copied, "lost", s.Lost)
+		a, err = agent.New(cfg)
+	}
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}

@@ -1,0 +1,266 @@
+package config
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bowline-iot/bowline/edge/agent"
+	"github.com/bowline-iot/bowline/edge/detect"
+	"github.com/bowline-iot/bowline/edge/forward"
+	"github.com/bowline-iot/bowline/edge/outbox"
+)
+
+// ErrInvalid marks a config error (the command exits 2).
+var ErrInvalid = errors.New("invalid config")
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// UnmarshalJSON parses "1m30s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string like \"30s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// File is the JSON config file. Zero fields take the defaults shown by
+// `bowline-edge run --help`.
+type File struct {
+	Tenant  string `json:"tenant"`
+	Gateway string `json:"gateway"`
+	Broker  string `json:"broker"`
+	TLS     struct {
+		CA         string   `json:"ca"`
+		Cert       string   `json:"cert"`
+		Key        string   `json:"key"`
+		ServerName string   `json:"server_name"`
+		ALPN       []string `json:"alpn"`
+	} `json:"tls"`
+	MQTT struct {
+		KeepAlive       Duration `json:"keepalive"`
+		ConnectTimeout  Duration `json:"connect_timeout"`
+		InFlight        int      `json:"in_flight"`
+		Rate            float64  `json:"rate"`
+		MaxPayload      int      `json:"max_payload"`
+		MaxBatchSamples int      `json:"max_batch_samples"`
+		BackoffMin      Duration `json:"backoff_min"`
+		BackoffMax      Duration `json:"backoff_max"`
+	} `json:"mqtt"`
+	Outbox struct {
+		Path         string   `json:"path"`
+		MaxBytes     int64    `json:"max_bytes"`
+		EventReserve int64    `json:"event_reserve"`
+		TelemetryTTL Duration `json:"telemetry_ttl"`
+		EventTTL     Duration `json:"event_ttl"`
+	} `json:"outbox"`
+	Detect struct {
+		FoodLowG float64 `json:"food_low_g"`
+		EmptyG   float64 `json:"empty_g"`
+	} `json:"detect"`
+	Inputs     []string          `json:"inputs"`
+	Things     map[string]string `json:"things"`
+	StatusAddr string            `json:"status_addr"`
+}
+
+// Load reads path (strict: unknown fields are errors that name the field).
+func Load(path string) (File, error) {
+	var f File
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("%w: config file %s: %w", ErrInvalid, path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return f, fmt.Errorf("%w: config file %s: field %s: want %s, got %s", ErrInvalid, path, te.Field, te.Type, te.Value)
+		}
+		return f, fmt.Errorf("%w: config file %s: %w", ErrInvalid, path, err)
+	}
+	return f, nil
+}
+
+type inputsFlag struct{ f *File }
+
+func (i inputsFlag) String() string {
+	if i.f == nil {
+		return ""
+	}
+	return strings.Join(i.f.Inputs, ",")
+}
+
+func (i inputsFlag) Set(s string) error { i.f.Inputs = append(i.f.Inputs, s); return nil }
+
+type durFlag struct{ d *Duration }
+
+func (v durFlag) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return time.Duration(*v.d).String()
+}
+
+func (v durFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = Duration(d)
+	return nil
+}
+
+// Flags binds every option of f to fs under a flag named like the JSON
+// path (mqtt.in_flight becomes --mqtt-in-flight). Call Load first and bind
+// the loaded File so flags override it; the usage shows the defaults.
+func Flags(fs *flag.FlagSet, f *File) {
+	fs.StringVar(&f.Tenant, "tenant", f.Tenant, "tenant id (topic segment dt/bowline/<tenant>/...); required")
+	fs.StringVar(&f.Gateway, "gateway", f.Gateway, "gateway thing name: MQTT client id and the last will's status topic; required")
+	fs.StringVar(&f.Broker, "broker", f.Broker, "MQTT broker URL: tcp://host:1883 or ssl://host:8883 (AWS IoT Core); required")
+	fs.StringVar(&f.TLS.CA, "tls-ca", f.TLS.CA, "PEM file of the CA that signs the broker's certificate (default: system roots)")
+	fs.StringVar(&f.TLS.Cert, "tls-cert", f.TLS.Cert, "PEM client certificate for mutual TLS")
+	fs.StringVar(&f.TLS.Key, "tls-key", f.TLS.Key, "PEM private key of --tls-cert")
+	fs.StringVar(&f.TLS.ServerName, "tls-server-name", f.TLS.ServerName, "expected broker name (default: the broker URL's host)")
+	fs.Func("tls-alpn", "comma-separated ALPN protocols (AWS IoT on port 443: x-amzn-mqtt-ca)", func(s string) error {
+		f.TLS.ALPN = strings.Split(s, ",")
+		return nil
+	})
+	fs.Var(durFlag{&f.MQTT.KeepAlive}, "mqtt-keepalive", "MQTT keepalive (default 30s)")
+	fs.Var(durFlag{&f.MQTT.ConnectTimeout}, "mqtt-connect-timeout", "bound on one connection attempt (default 10s)")
+	fs.IntVar(&f.MQTT.InFlight, "mqtt-in-flight", f.MQTT.InFlight, "unacknowledged QoS 1 publishes at most (default 100, the AWS IoT limit)")
+	fs.Float64Var(&f.MQTT.Rate, "mqtt-rate", f.MQTT.Rate, "publishes per second at most (default 100, the AWS IoT limit)")
+	fs.IntVar(&f.MQTT.MaxPayload, "mqtt-max-payload", f.MQTT.MaxPayload, "bytes per message at most (default 131072, the AWS IoT limit)")
+	fs.IntVar(&f.MQTT.MaxBatchSamples, "mqtt-max-batch-samples", f.MQTT.MaxBatchSamples, "samples per telemetry message at most (default 1000)")
+	fs.Var(durFlag{&f.MQTT.BackoffMin}, "mqtt-backoff-min", "first reconnect delay; doubles per failure, jittered (default 500ms)")
+	fs.Var(durFlag{&f.MQTT.BackoffMax}, "mqtt-backoff-max", "longest reconnect delay (default 1m)")
+	fs.StringVar(&f.Outbox.Path, "outbox", f.Outbox.Path, "bbolt outbox file (default /var/lib/bowline-edge/outbox.db)")
+	fs.Int64Var(&f.Outbox.MaxBytes, "outbox-max-bytes", f.Outbox.MaxBytes, "disk cap of the stored records in bytes (default 268435456)")
+	fs.Int64Var(&f.Outbox.EventReserve, "outbox-event-reserve", f.Outbox.EventReserve, "bytes of the cap telemetry may not use, kept for events (default max/10)")
+	fs.Var(durFlag{&f.Outbox.TelemetryTTL}, "outbox-telemetry-ttl", "drop (and report) telemetry older than this (default 168h)")
+	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events older than this (default 0: never)")
+	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
+	fs.Float64Var(&f.Detect.EmptyG, "detect-empty-g", f.Detect.EmptyG, "food level for bowl.empty in grams (default 5)")
+	fs.Var(inputsFlag{f}, "input", "bowl link, repeatable: serial:/dev/ttyUSB0[@115200] (UART or pty), unix:/run/bowl.sock (dial), listen:/run/bowls.sock (accept many)")
+	fs.StringVar(&f.StatusAddr, "status-addr", f.StatusAddr, `loopback status endpoint (/healthz, /status, /metrics); "off" disables (default 127.0.0.1:9110)`)
+}
+
+// DefaultOutboxPath is where the outbox lives when not configured.
+const DefaultOutboxPath = "/var/lib/bowline-edge/outbox.db"
+
+// Agent converts f into an agent.Config, checking every field; an error
+// wraps ErrInvalid and names the field.
+func (f File) Agent() (agent.Config, error) {
+	bad := func(field, format string, args ...any) (agent.Config, error) {
+		return agent.Config{}, fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+	}
+	if f.Tenant == "" {
+		return bad("tenant", "must be set")
+	}
+	if !forward.ThingName(f.Tenant) {
+		return bad("tenant", "%q is not a valid topic segment", f.Tenant)
+	}
+	if f.Gateway == "" {
+		return bad("gateway", "must be set")
+	}
+	if f.Broker == "" {
+		return bad("broker", "must be set")
+	}
+	var c agent.Config
+	for _, s := range f.Inputs {
+		in, err := agent.ParseInput(s)
+		if err != nil {
+			return bad("inputs", "%v", err)
+		}
+		c.Inputs = append(c.Inputs, in)
+	}
+	if len(c.Inputs) == 0 {
+		return bad("inputs", "at least one bowl input is required")
+	}
+	c.Things = f.Things
+	c.StatusAddr = f.StatusAddr
+	c.Forward = forward.Config{
+		Broker: f.Broker, Tenant: f.Tenant, ClientID: f.Gateway, Thing: f.Gateway,
+		KeepAlive: time.Duration(f.MQTT.KeepAlive), ConnectTimeout: time.Duration(f.MQTT.ConnectTimeout),
+		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
+		BackoffMin: time.Duration(f.MQTT.BackoffMin), BackoffMax: time.Duration(f.MQTT.BackoffMax),
+	}
+	if err := c.Forward.Validate(); err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	tlsCfg, err := f.tlsConfig()
+	if err != nil {
+		return agent.Config{}, err
+	}
+	c.Forward.TLS = tlsCfg
+	if tlsCfg != nil && strings.HasPrefix(f.Broker, "tcp://") {
+		return bad("broker", "%q is plain tcp but tls settings are given; use ssl://", f.Broker)
+	}
+	path := f.Outbox.Path
+	if path == "" {
+		path = DefaultOutboxPath
+	}
+	c.Outbox = outbox.Config{
+		Path: path, MaxBytes: f.Outbox.MaxBytes, EventReserve: f.Outbox.EventReserve,
+		TelemetryTTL: time.Duration(f.Outbox.TelemetryTTL), EventTTL: time.Duration(f.Outbox.EventTTL),
+	}
+	if err := c.Outbox.Validate(); err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c.Detect = detect.Config{FoodLowG: f.Detect.FoodLowG, EmptyG: f.Detect.EmptyG}
+	if _, err := detect.New(c.Detect); err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := c.Validate(); err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return c, nil
+}
+
+func (f File) tlsConfig() (*tls.Config, error) {
+	t := f.TLS
+	secure := strings.HasPrefix(f.Broker, "ssl://") || strings.HasPrefix(f.Broker, "tls://") || strings.HasPrefix(f.Broker, "mqtts://")
+	if t.CA == "" && t.Cert == "" && t.Key == "" && !secure {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, NextProtos: t.ALPN}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls.ca %s: %w", ErrInvalid, t.CA, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: tls.ca %s: no PEM certificate in the file", ErrInvalid, t.CA)
+		}
+		c.RootCAs = pool
+	}
+	if (t.Cert == "") != (t.Key == "") {
+		return nil, fmt.Errorf("%w: tls.cert and tls.key: set both or neither", ErrInvalid)
+	}
+	if t.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls.cert %s / tls.key %s: %w", ErrInvalid, t.Cert, t.Key, err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
