@@ -5,13 +5,17 @@ package main
 
 import "github.com/bowline-iot/bowline/internal/cli"
 
-func main() {
-	cli.App{
+func main() { app().Main() }
+
+// app is the command table (tests re-execute the test binary as the agent
+// through it).
+func app() cli.App {
+	return cli.App{
 		Name:    "bowline-edge",
 		Summary: "the Bowline gateway agent",
 		Commands: []cli.Command{
 			{Name: "run", Summary: "run the gateway agent", Run: runCmd},
 			{Name: "simulate", Summary: "simulated bowls that speak the firmware protocol", Run: cli.Stub},
 		},
-	}.Main()
+	}
 }
