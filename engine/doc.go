@@ -31,5 +31,11 @@
 //
 // Payload numbers are IEEE-754 doubles, as in RFC 8785: integers beyond 2^53
 // lose precision. Envelope.Seq, PrevHash and Hash are zero in INLINE handlers,
-// because the sequence is only fixed when the group is committed.
+// because the sequence is only fixed when the group is committed. An INLINE
+// handler runs before the transaction, so the event can still fail after it
+// (a caller condition, a duplicate, a deadline): INLINE handlers should
+// check and refuse, not cause effects elsewhere.
+//
+// An Engine keeps a small record per tenant it has emitted for (its queue and
+// cached head) for the life of the process.
 package engine
