@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"testing"
 )
@@ -15,3 +16,5 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
