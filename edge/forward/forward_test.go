@@ -17,7 +17,10 @@ import (
 
 type tlogWriter struct{ t testing.TB }
 
-func (w tlogWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w tlogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func testLogger(t testing.TB) *slog.Logger { return slog.New(slog.NewTextHandler(tlogWriter{t}, nil)) }
 
