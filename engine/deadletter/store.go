@@ -137,7 +137,9 @@ func (s *Store) All(ctx context.Context) ([]Letter, error) {
 			return nil, fmt.Errorf("scan dead letters in %s: %w", s.table, err)
 		}
 		for _, it := range page.Items {
-			out = append(out, decode(it))
+			if getS(it, "pk") != UnmatchedPK {
+				out = append(out, decode(it))
+			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			return out, nil

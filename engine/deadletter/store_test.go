@@ -3,6 +3,7 @@ package deadletter
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,33 @@ func TestPoisonUnderGlobalPartition(t *testing.T) {
 		}
 	}
 	t.Errorf("poison pill %s not found among %d", id, len(all))
+}
+
+func TestUnmatchedCounters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t)), lstest.Names(t).DeadLettersTable(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := "x.t" + ulid.Make().String()[20:]
+	typ = strings.ToLower(typ)
+	for range 3 {
+		if err := s.CountUnmatched(ctx, typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Unmatched(ctx)
+	if err != nil || got[typ] != 3 {
+		t.Errorf("Unmatched()[%q] = %d, %v; want 3", typ, got[typ], err)
+	}
+	all, err := s.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		if l.Tenant == "" && !l.Poison {
+			t.Errorf("All() returned a counter row as a letter: %+v", l)
+		}
+	}
 }

@@ -38,10 +38,12 @@ type Inbox interface {
 	Extend(ctx context.Context, c inbox.Claim, lease time.Duration) (time.Time, error)
 }
 
-// DeadLetters records dead work (deadletter.Store).
+// DeadLetters records dead work and events delivered to nobody
+// (deadletter.Store).
 type DeadLetters interface {
 	Record(ctx context.Context, l deadletter.Letter) error
 	RecordPoison(ctx context.Context, l deadletter.Letter) error
+	CountUnmatched(ctx context.Context, eventType string) error
 }
 
 var (

@@ -175,6 +175,9 @@ func (w *Worker) handleMessage(ctx context.Context, m sqstypes.Message) bool {
 	if len(subs) == 0 {
 		log.Warn("event matched no durable subscriber")
 		w.obs.Unmatched(env.Type)
+		if err := w.cfg.DeadLetters.CountUnmatched(ctx, env.Type); err != nil {
+			log.Warn("persist unmatched count failed", "err", err)
+		}
 		return w.delete(ctx, m, log)
 	}
 	pending, dead := false, false
