@@ -1,0 +1,90 @@
+package reconcile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/internal/enginetest"
+	"github.com/bowline-iot/bowline/internal/localstack"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+)
+
+func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
+
+// TestReconcileReportsEveryKindOfUndoneWork: an intact tenant, a tampered
+// one, an open and a redriven dead letter, a poison pill, a message in the
+// DLQ and an unmatched event each show up as a number.
+func TestReconcileReportsEveryKindOfUndoneWork(t *testing.T) {
+	ctx := enginetest.Ctx(t)
+	cfg := lstest.AWSConfig(t)
+	names := lstest.Names(t)
+	ddb := dynamodb.NewFromConfig(cfg)
+	sq := sqs.NewFromConfig(cfg)
+	q := enginetest.FIFOQueues(t, "reconcile", 5*time.Second, 5)
+	good, bad := "good-"+suffix(), "bad-"+suffix()
+	for _, tn := range []string{good, bad} {
+		env := enginetest.Envelope(t, tn, "bowl.refilled", 1, nil)
+		if err := enginetest.PutEventRow(ctx, ddb, names.EventsTable(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Tamper with bad's only event.
+	_, err := ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(names.EventsTable()),
+		Key: map[string]types.AttributeValue{
+			engine.AttrPK: &types.AttributeValueMemberS{Value: engine.EventPK(bad)},
+			engine.AttrSK: &types.AttributeValueMemberS{Value: engine.SeqSK(1)},
+		},
+		UpdateExpression:          aws.String("SET #a = :a"),
+		ExpressionAttributeNames:  map[string]string{"#a": engine.AttrActor},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberS{Value: "mallory"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, _ := deadletter.New(ddb, names.DeadLettersTable(), nil)
+	must(t, dl.Record(ctx, deadletter.Letter{Tenant: good, EventID: "e1", Subscription: "notify_owner", Error: "x"}))
+	must(t, dl.Record(ctx, deadletter.Letter{Tenant: good, EventID: "e2", Subscription: "notify_owner", Error: "x"}))
+	must(t, dl.MarkRedriven(ctx, good, "e2", "notify_owner"))
+	must(t, dl.RecordPoison(ctx, deadletter.Letter{MessageID: "m1", Body: "??", Error: "decode"}))
+	must(t, dl.CountUnmatched(ctx, "com.order_created"))
+	_, err = sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String("{}"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")})
+	must(t, err)
+
+	rep, err := Reconcile(ctx, Config{Chains: engine.NewVerifier(ddb, names.EventsTable(), 100), DeadLetters: dl, Queue: sq, DLQURL: q.DLQURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTenant := map[string]Tenant{}
+	for _, tr := range rep.Tenants {
+		byTenant[tr.Tenant] = tr
+	}
+	if g := byTenant[good]; !g.ChainIntact || g.Events != 1 || g.DeadLetters != 1 {
+		t.Errorf("good tenant = %+v; want intact, 1 event, 1 open dead letter", g)
+	}
+	if b := byTenant[bad]; b.ChainIntact || b.FirstBadSeq != 1 {
+		t.Errorf("tampered tenant = %+v; want broken at seq 1", b)
+	}
+	if rep.DeadLetters != 1 || rep.PoisonPills != 1 || rep.DLQDepth != 1 || rep.Unmatched != 1 || rep.OK() {
+		t.Errorf("report = %+v; want 1 open dead letter, 1 poison pill, DLQ depth 1, 1 unmatched, not OK", rep)
+	}
+}
+
+func suffix() string { return strings.ToLower(ulid.Make().String()[16:]) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
