@@ -87,4 +87,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
