@@ -212,6 +212,8 @@ func TestEmitBadInputWritesNothing(t *testing.T) {
 		{"array payload", nil, "bowl.refilled", `[1,2]`, nil, engine.ErrInvalidPayload, "[1,2]"},
 		{"string payload", nil, "bowl.refilled", "hello", nil, engine.ErrInvalidPayload, "hello"},
 		{"null payload", nil, "bowl.refilled", json.RawMessage("null"), nil, engine.ErrInvalidPayload, "null"},
+		{"empty key", nil, "bowl.refilled", `{"a":{"":1}}`, nil, engine.ErrInvalidPayload, "cannot be stored"},
+		{"number out of range", nil, "bowl.refilled", `{"a":[1e126]}`, nil, engine.ErrInvalidPayload, "1e+126"},
 		{"nil payload", nil, "bowl.refilled", nil, nil, engine.ErrInvalidPayload, "nil"},
 		{"payload too large", nil, "bowl.refilled", map[string]any{"x": strings.Repeat("a", 2000)}, nil, engine.ErrPayloadTooLarge, "2008 bytes"},
 		{"too many writes", nil, "bowl.refilled", map[string]any{}, tooMany, engine.ErrTooManyWrites, "99 writes; at most 98"},

@@ -3,8 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 )
 
 // Envelope is one event as it is stored, relayed and handed to handlers.
@@ -99,5 +102,37 @@ func payloadObject(payload any) (map[string]any, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
 	}
+	// What DynamoDB cannot store (an empty map key) fails here, not in the
+	// transaction.
+	if _, err := attributevalue.MarshalMap(m); err != nil {
+		return nil, nil, fmt.Errorf("%w: cannot be stored: %v", ErrInvalidPayload, err)
+	}
+	if err := storableNumbers(m); err != nil {
+		return nil, nil, fmt.Errorf("%w: cannot be stored: %v", ErrInvalidPayload, err)
+	}
 	return m, canon, nil
+}
+
+// storableNumbers checks that every number fits DynamoDB's range: a
+// magnitude below 1e126 and, unless zero, at least 1e-130.
+func storableNumbers(v any) error {
+	switch v := v.(type) {
+	case float64:
+		if a := math.Abs(v); a >= 1e126 || (a != 0 && a < 1e-130) {
+			return fmt.Errorf("number %g is outside DynamoDB's range (1e-130 to 1e126)", v)
+		}
+	case map[string]any:
+		for _, e := range v {
+			if err := storableNumbers(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := storableNumbers(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
