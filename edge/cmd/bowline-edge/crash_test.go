@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/internal/brokertest"
+	"github.com/bowline-iot/bowline/edge/status"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/firmware-bridge/transport"
@@ -177,10 +180,14 @@ func TestKillLoopLosesNothing(t *testing.T) {
 		_ = cmd.Wait()
 		t.Logf("kill %d: %d messages at the broker so far", i+1, len(broker.Messages()))
 	}
-	stopStream()
-	streams.Wait()
+	// The last agent lives; the bowls stream a little longer, then stop.
+	statusAddr := freeAddr(t)
+	args = append(args, "--status-addr", statusAddr)
 	final := start()
 	t.Cleanup(func() { final.Process.Signal(syscall.SIGTERM); final.Wait() })
+	time.Sleep(time.Second)
+	stopStream()
+	streams.Wait()
 
 	want := map[string]int{}
 	for _, b := range bowls {
@@ -206,4 +213,47 @@ func TestKillLoopLosesNothing(t *testing.T) {
 		t.Logf("%s: %d samples, MCU retransmitted %d frames, acked through %d", b.id, want[b.id], st.Retransmitted, st.AckedThrough)
 	}
 	t.Logf("%d messages at the broker after %d kills", len(msgs), kills)
+
+	// The final agent's status endpoint shows the drained outbox.
+	rep := waitStatus(t, statusAddr, func(r status.Report) bool {
+		return r.MQTT.Connected && r.Lanes.Telemetry.Backlog == 0 && r.Lanes.Events.Backlog == 0
+	})
+	if rep.Tenant != "t1" || rep.Disk.FileBytes == 0 || rep.MQTT.LastPuback.IsZero() {
+		t.Fatalf("/status = %+v; want tenant t1, a file size and a last PUBACK", rep)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitStatus polls GET /status until cond holds; the deadline is a hang
+// guard.
+func waitStatus(t *testing.T, addr string, cond func(status.Report) bool) status.Report {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last status.Report
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/status")
+		if err == nil {
+			var r status.Report
+			err = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if err == nil {
+				last = r
+				if cond(r) {
+					return r
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("GET /status on %s never satisfied the condition; last %+v", addr, last)
+	return last
 }
