@@ -1,0 +1,338 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+)
+
+// Kinesis limits of one PutRecords call and one record.
+const (
+	MaxPutRecords     = 500
+	MaxPutBytes       = 5 << 20
+	MaxKinesisRecord  = 1 << 20
+	maxPartitionKeyLn = 256
+)
+
+// KinesisAPI is the part of the Kinesis client the producer uses. It must be
+// safe for concurrent use; *kinesis.Client is.
+type KinesisAPI interface {
+	PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error)
+}
+
+var _ KinesisAPI = (*kinesis.Client)(nil)
+
+// ProducerConfig configures a Producer. Zero fields take the defaults.
+type ProducerConfig struct {
+	// Stream is the Kinesis stream name (resources.Names.TelemetryStream).
+	// Required.
+	Stream string
+	// MaxRecords bounds the records of one PutRecords call; default and
+	// maximum 500.
+	MaxRecords int
+	// MaxBytes bounds data plus partition keys of one call; default and
+	// maximum 5 MiB.
+	MaxBytes int
+	// Linger is how long a batch waits for more records after its first;
+	// default 20 ms.
+	Linger time.Duration
+	// MaxInFlight bounds concurrent PutRecords calls; default 4. When all
+	// are busy, Put blocks (backpressure to MQTT).
+	MaxInFlight int
+	// BackoffBase and BackoffMax shape the full-jitter exponential backoff
+	// between retries of failed or throttled records; defaults 50 ms, 5 s.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// CallTimeout bounds one PutRecords call; default 15 s.
+	CallTimeout time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Observer is told about calls and retries; default none.
+	Observer ProducerObserver
+}
+
+// ProducerObserver observes the producer (metrics). Calls come from many
+// goroutines and must not block.
+type ProducerObserver interface {
+	// PutRecords reports one call: records sent, bytes sent, records that
+	// failed (per-record error codes) and the call error, if any.
+	PutRecords(records, bytes, failed int, err error, took time.Duration)
+	// RecordRetried reports a record sent again after code (an error code,
+	// or "call_error").
+	RecordRetried(code string)
+}
+
+// Validate fills defaults and checks the configuration.
+func (c *ProducerConfig) Validate() error {
+	if c.Stream == "" {
+		return errors.New("ingest producer: Stream is required")
+	}
+	if c.MaxRecords == 0 {
+		c.MaxRecords = MaxPutRecords
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = MaxPutBytes
+	}
+	if c.MaxRecords < 1 || c.MaxRecords > MaxPutRecords {
+		return fmt.Errorf("ingest producer: MaxRecords %d not in 1..%d", c.MaxRecords, MaxPutRecords)
+	}
+	if c.MaxBytes < MaxKinesisRecord+maxPartitionKeyLn || c.MaxBytes > MaxPutBytes {
+		return fmt.Errorf("ingest producer: MaxBytes %d not in %d..%d", c.MaxBytes, MaxKinesisRecord+maxPartitionKeyLn, MaxPutBytes)
+	}
+	if c.Linger == 0 {
+		c.Linger = 20 * time.Millisecond
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 4
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = 50 * time.Millisecond
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 5 * time.Second
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 15 * time.Second
+	}
+	if c.Linger < 0 || c.MaxInFlight < 1 || c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase || c.CallTimeout < 0 {
+		return errors.New("ingest producer: Linger, MaxInFlight, BackoffBase, BackoffMax and CallTimeout must be positive, BackoffMax >= BackoffBase")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// record is one Kinesis record on its way, and who to tell.
+type record struct {
+	key  string
+	data []byte
+	done func(error)
+}
+
+func (r *record) size() int { return len(r.key) + len(r.data) }
+
+// Producer batches records into PutRecords calls. Each record's done
+// callback is called exactly once: with nil when Kinesis accepted the record,
+// or with ErrClosed when the producer was closed first. Failed records and
+// throttled calls are retried until then, never dropped.
+type Producer struct {
+	cfg    ProducerConfig
+	client KinesisAPI
+
+	mu     sync.RWMutex
+	closed bool
+	in     chan *record
+
+	work     context.Context // retries run until this ends
+	abandon  context.CancelFunc
+	loopDone chan struct{}
+	slots    chan struct{}
+	inflight sync.WaitGroup
+}
+
+// NewProducer validates cfg and starts the batching loop; Close stops it.
+func NewProducer(client KinesisAPI, cfg ProducerConfig) (*Producer, error) {
+	if client == nil {
+		return nil, errors.New("ingest producer: nil Kinesis client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	work, abandon := context.WithCancel(context.Background())
+	p := &Producer{
+		cfg: cfg, client: client,
+		in:       make(chan *record, cfg.MaxRecords),
+		work:     work,
+		abandon:  abandon,
+		loopDone: make(chan struct{}),
+		slots:    make(chan struct{}, cfg.MaxInFlight),
+	}
+	go p.loop()
+	return p, nil
+}
+
+// Put queues one record for partition key key. It blocks while the queue is
+// full, until ctx ends (then it returns ctx's error and done is not called).
+// done is called once, from another goroutine, and must not block for long.
+func (p *Producer) Put(ctx context.Context, key string, data []byte, done func(error)) error {
+	if key == "" || len(key) > maxPartitionKeyLn {
+		return fmt.Errorf("kinesis partition key %q: want 1-%d bytes", key, maxPartitionKeyLn)
+	}
+	if len(data)+len(key) > MaxKinesisRecord {
+		return fmt.Errorf("kinesis record for %q: %d bytes exceed %d", key, len(data)+len(key), MaxKinesisRecord)
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	select {
+	case p.in <- &record{key: key, data: data, done: done}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting records, sends what is queued and waits for every
+// record to be accepted. When ctx ends first, retries are abandoned and the
+// records still unaccepted get ErrClosed. It returns ctx's error in that case.
+func (p *Producer) Close(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, p.abandon)
+	defer stop()
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.in)
+	}
+	p.mu.Unlock()
+	<-p.loopDone
+	p.abandon()
+	return ctx.Err()
+}
+
+func (p *Producer) loop() {
+	defer close(p.loopDone)
+	defer p.inflight.Wait()
+	var (
+		batch []*record
+		bytes int
+		timer *time.Timer
+		timeC <-chan time.Time
+	)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if timer != nil {
+			timer.Stop()
+			timeC = nil
+		}
+		p.slots <- struct{}{}
+		p.inflight.Add(1)
+		b := batch
+		go func() {
+			defer func() { <-p.slots; p.inflight.Done() }()
+			p.send(b)
+		}()
+		batch, bytes = nil, 0
+	}
+	for {
+		select {
+		case r, ok := <-p.in:
+			if !ok {
+				flush()
+				return
+			}
+			if len(batch) > 0 && bytes+r.size() > p.cfg.MaxBytes {
+				flush()
+			}
+			batch = append(batch, r)
+			bytes += r.size()
+			if len(batch) >= p.cfg.MaxRecords {
+				flush()
+			} else if len(batch) == 1 {
+				if timer == nil {
+					timer = time.NewTimer(p.cfg.Linger)
+				} else {
+					timer.Reset(p.cfg.Linger)
+				}
+				timeC = timer.C
+			}
+		case <-timeC:
+			timeC = nil
+			flush()
+		}
+	}
+}
+
+// send puts batch until every record is accepted or the producer abandons.
+func (p *Producer) send(batch []*record) {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if !sleep(p.work, backoff(p.cfg.BackoffBase, p.cfg.BackoffMax, attempt)) {
+				for _, r := range batch {
+					r.done(ErrClosed)
+				}
+				return
+			}
+		}
+		in := &kinesis.PutRecordsInput{StreamName: aws.String(p.cfg.Stream), Records: make([]types.PutRecordsRequestEntry, len(batch))}
+		size := 0
+		for i, r := range batch {
+			in.Records[i] = types.PutRecordsRequestEntry{Data: r.data, PartitionKey: aws.String(r.key)}
+			size += r.size()
+		}
+		ctx, cancel := context.WithTimeout(p.work, p.cfg.CallTimeout)
+		start := time.Now()
+		out, err := p.client.PutRecords(ctx, in)
+		cancel()
+		if err == nil && len(out.Records) != len(batch) {
+			err = fmt.Errorf("put records to %s: %d results for %d records", p.cfg.Stream, len(out.Records), len(batch))
+		}
+		if err != nil {
+			if p.cfg.Observer != nil {
+				p.cfg.Observer.PutRecords(len(batch), size, len(batch), err, time.Since(start))
+				for range batch {
+					p.cfg.Observer.RecordRetried("call_error")
+				}
+			}
+			if p.work.Err() == nil {
+				p.cfg.Logger.Warn("kinesis put records failed; backing off", "stream", p.cfg.Stream, "records", len(batch), "attempt", attempt+1, "err", err)
+			}
+			continue
+		}
+		var failed []*record
+		for i, res := range out.Records {
+			if res.ErrorCode == nil {
+				batch[i].done(nil)
+				continue
+			}
+			failed = append(failed, batch[i])
+			if p.cfg.Observer != nil {
+				p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
+			}
+		}
+		if p.cfg.Observer != nil {
+			p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
+		}
+		if len(failed) == 0 {
+			return
+		}
+		batch = failed
+	}
+}
+
+// backoff is full-jitter exponential: uniform in [0, min(max, base*2^attempt)].
+func backoff(base, max time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d) + 1
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

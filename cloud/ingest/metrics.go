@@ -1,0 +1,151 @@
+package ingest
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Observer is told what happens to every message. Calls come from many
+// goroutines and must not block. Metrics implements it; tests use it to see
+// acknowledgements.
+type Observer interface {
+	// Received: a message arrived on kind's topic.
+	Received(kind string)
+	// Rejected: a message was refused for reason (it is dead-lettered and
+	// acknowledged).
+	Rejected(kind string, reason Reason)
+	// Emitted: a device event was emitted through the engine.
+	Emitted(typ string)
+	// Duplicate: a redelivered device event that was already emitted.
+	Duplicate(typ string)
+	// GapRaised: a bowl.data_gap was raised for lane.
+	GapRaised(lane string)
+	// Acked is called just before a message's PUBACK is sent, with the
+	// thing, the seqs the message carried and the time since it arrived.
+	// For telemetry, Kinesis has accepted the record by then.
+	Acked(kind, tenant, thing string, seq, lastSeq uint64, samples int, sinceReceipt time.Duration)
+}
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) Received(string)                                                  {}
+func (nopObserver) Rejected(string, Reason)                                          {}
+func (nopObserver) Emitted(string)                                                   {}
+func (nopObserver) Duplicate(string)                                                 {}
+func (nopObserver) GapRaised(string)                                                 {}
+func (nopObserver) Acked(string, string, string, uint64, uint64, int, time.Duration) {}
+
+// multiObserver fans out to several observers.
+type multiObserver []Observer
+
+// Observers returns an Observer that tells each of obs in turn.
+func Observers(obs ...Observer) Observer { return multiObserver(obs) }
+
+func (m multiObserver) Received(k string) {
+	for _, o := range m {
+		o.Received(k)
+	}
+}
+func (m multiObserver) Rejected(k string, r Reason) {
+	for _, o := range m {
+		o.Rejected(k, r)
+	}
+}
+func (m multiObserver) Emitted(t string) {
+	for _, o := range m {
+		o.Emitted(t)
+	}
+}
+func (m multiObserver) Duplicate(t string) {
+	for _, o := range m {
+		o.Duplicate(t)
+	}
+}
+func (m multiObserver) GapRaised(l string) {
+	for _, o := range m {
+		o.GapRaised(l)
+	}
+}
+func (m multiObserver) Acked(k, tenant, thing string, seq, last uint64, n int, d time.Duration) {
+	for _, o := range m {
+		o.Acked(k, tenant, thing, seq, last, n, d)
+	}
+}
+
+// Metrics are ingest's Prometheus metrics; it implements Observer and
+// ProducerObserver.
+type Metrics struct {
+	received   *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+	emitted    *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
+	gaps       *prometheus.CounterVec
+	acked      *prometheus.CounterVec
+	samples    prometheus.Counter
+	ackLatency *prometheus.HistogramVec
+	puts       *prometheus.CounterVec
+	putRecords prometheus.Histogram
+	putLatency prometheus.Histogram
+	retried    *prometheus.CounterVec
+}
+
+var (
+	_ Observer         = (*Metrics)(nil)
+	_ ProducerObserver = (*Metrics)(nil)
+)
+
+// NewMetrics registers ingest's metrics with reg (prometheus.DefaultRegisterer
+// when nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	const ns, sub = "bowline", "ingest"
+	m := &Metrics{
+		received:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_received_total", Help: "MQTT messages received, by kind."}, []string{"kind"}),
+		rejected:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_rejected_total", Help: "Messages rejected, dead-lettered and acknowledged, by kind and reason."}, []string{"kind", "reason"}),
+		emitted:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_emitted_total", Help: "Device events emitted through the engine, by type."}, []string{"type"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_duplicate_total", Help: "Redelivered device events that were already emitted, by type."}, []string{"type"}),
+		gaps:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "data_gaps_total", Help: "bowl.data_gap events raised, by lane."}, []string{"lane"}),
+		acked:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_acked_total", Help: "Messages acknowledged after their data was durable, by kind."}, []string{"kind"}),
+		samples:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "telemetry_samples_total", Help: "Telemetry samples accepted by Kinesis."}),
+		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "ack_latency_seconds", Help: "Time from receipt to acknowledgement, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
+		puts:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_calls_total", Help: "PutRecords calls, by outcome (ok, partial, error)."}, []string{"outcome"}),
+		putRecords: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_batch_size", Help: "Records per PutRecords call.", Buckets: []float64{1, 5, 10, 50, 100, 250, 500}}),
+		putLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_seconds", Help: "PutRecords call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
+		retried:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_records_retried_total", Help: "Kinesis records sent again, by error code."}, []string{"code"}),
+	}
+	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.samples, m.ackLatency, m.puts, m.putRecords, m.putLatency, m.retried)
+	return m
+}
+
+func (m *Metrics) Received(kind string)                { m.received.WithLabelValues(kind).Inc() }
+func (m *Metrics) Rejected(kind string, reason Reason) { m.rejected.WithLabelValues(kind, string(reason)).Inc() }
+func (m *Metrics) Emitted(typ string)                  { m.emitted.WithLabelValues(typ).Inc() }
+func (m *Metrics) Duplicate(typ string)                { m.duplicates.WithLabelValues(typ).Inc() }
+func (m *Metrics) GapRaised(lane string)               { m.gaps.WithLabelValues(lane).Inc() }
+
+func (m *Metrics) Acked(kind, _, _ string, _, _ uint64, samples int, d time.Duration) {
+	m.acked.WithLabelValues(kind).Inc()
+	m.ackLatency.WithLabelValues(kind).Observe(d.Seconds())
+	if kind == KindTelemetry {
+		m.samples.Add(float64(samples))
+	}
+}
+
+func (m *Metrics) PutRecords(records, _, failed int, err error, took time.Duration) {
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "error"
+	case failed > 0:
+		outcome = "partial"
+	}
+	m.puts.WithLabelValues(outcome).Inc()
+	m.putRecords.Observe(float64(records))
+	m.putLatency.Observe(took.Seconds())
+}
+
+func (m *Metrics) RecordRetried(code string) { m.retried.WithLabelValues(code).Inc() }

@@ -1,0 +1,85 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+)
+
+// connect starts the paho client: persistent session, automatic acks off,
+// unordered dispatch (each message is handled in its own goroutine and acked
+// when its data is durable), and the shared subscriptions made on every
+// (re)connection. It returns once the first connection is up, or when ctx
+// ends first.
+func (in *Ingester) connect(ctx context.Context) (mqtt.Client, error) {
+	o := mqtt.NewClientOptions().
+		AddBroker(in.cfg.Broker).
+		SetClientID(in.cfg.ClientID).
+		SetCleanSession(false).
+		SetAutoAckDisabled(true).
+		SetOrderMatters(false).
+		SetAutoReconnect(true).
+		SetConnectRetry(true).
+		SetConnectRetryInterval(time.Second).
+		SetMaxReconnectInterval(30 * time.Second).
+		SetKeepAlive(30 * time.Second).
+		SetDefaultPublishHandler(in.onMessage).
+		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
+			in.log.Warn("mqtt connection lost; reconnecting", "broker", in.cfg.Broker, "err", err)
+		})
+	if in.cfg.Username != "" {
+		o.SetUsername(in.cfg.Username).SetPassword(in.cfg.Password)
+	}
+	if in.cfg.TLS != nil {
+		o.SetTLSConfig(in.cfg.TLS)
+	}
+	subscribed := make(chan error, 1)
+	o.SetOnConnectHandler(func(c mqtt.Client) {
+		filters := make(map[string]byte)
+		for _, f := range Filters(in.cfg.Group) {
+			filters[f] = 1
+		}
+		// No per-route callback: every message, including those the broker
+		// resends from the session before this subscription is routed, goes
+		// to the default handler.
+		tok := c.SubscribeMultiple(filters, nil)
+		go func() {
+			tok.Wait()
+			err := tok.Error()
+			if err != nil {
+				in.log.Error("mqtt subscribe failed", "filters", Filters(in.cfg.Group), "err", err)
+			} else {
+				in.log.Info("mqtt subscribed", "broker", in.cfg.Broker, "client_id", in.cfg.ClientID, "filters", Filters(in.cfg.Group))
+			}
+			select {
+			case subscribed <- err:
+			default:
+			}
+		}()
+	})
+	c := mqtt.NewClient(o)
+	c.Connect() // retries in the background (ConnectRetry)
+	select {
+	case err := <-subscribed:
+		if err != nil {
+			c.Disconnect(0)
+			return nil, fmt.Errorf("ingest: subscribe on %s: %w", in.cfg.Broker, err)
+		}
+		return c, nil
+	case <-ctx.Done():
+		c.Disconnect(0)
+		return nil, fmt.Errorf("ingest: connect to %s: %w", in.cfg.Broker, ctx.Err())
+	}
+}
+
+func (in *Ingester) onMessage(_ mqtt.Client, m mqtt.Message) {
+	if !in.begin() {
+		return // draining: left unacknowledged for redelivery
+	}
+	defer in.handlers.Done()
+	if err := in.Handle(in.work, m.Topic(), m.Payload(), m.Ack); err != nil {
+		in.log.Warn("message not acknowledged; the broker redelivers it on reconnect", "topic", m.Topic(), "err", err)
+	}
+}

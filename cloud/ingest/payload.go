@@ -1,0 +1,167 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"regexp"
+	"time"
+)
+
+// Version is the only payload version ("v") this ingest accepts.
+const Version = 1
+
+// Telemetry is a decoded, validated telemetry message.
+type Telemetry struct {
+	V       int      `json:"v"`
+	Thing   string   `json:"thing"`
+	Seq     uint64   `json:"seq"`
+	Samples []Sample `json:"samples"`
+}
+
+// LastSeq is the seq of the message's last sample.
+func (t Telemetry) LastSeq() uint64 { return t.Seq + uint64(len(t.Samples)) - 1 }
+
+// Sample is one reading.
+type Sample struct {
+	T     time.Time `json:"t"`
+	Kind  string    `json:"kind"`
+	Value float64   `json:"value"`
+}
+
+// DeviceEvent is a decoded, validated event message.
+type DeviceEvent struct {
+	V     int             `json:"v"`
+	Thing string          `json:"thing"`
+	Seq   uint64          `json:"seq"`
+	ID    string          `json:"id"`
+	Type  string          `json:"type"`
+	At    time.Time       `json:"at"`
+	Data  json.RawMessage `json:"data"`
+}
+
+var (
+	kindPattern    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	eventIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+)
+
+// Limits bound what a message may hold; see Config for the defaults.
+type Limits struct {
+	MaxPayload    int
+	MaxSamples    int
+	MaxFutureSkew time.Duration
+}
+
+// probe is decoded first, leniently, so a wrong version is reported as such
+// even when the rest of a future format would not decode.
+type probe struct {
+	V     *json.RawMessage `json:"v"`
+	Thing *string          `json:"thing"`
+}
+
+// checkEnvelope checks size, JSON syntax, version and thing, in that order.
+func checkEnvelope(raw []byte, topicThing string, lim Limits) error {
+	if len(raw) > lim.MaxPayload {
+		return reject(ReasonOversize, "payload of %d bytes exceeds %d", len(raw), lim.MaxPayload)
+	}
+	var p probe
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return reject(ReasonMalformedJSON, "%v", err)
+	}
+	if p.V == nil {
+		return reject(ReasonBadVersion, `no "v" field; want %d`, Version)
+	}
+	if string(*p.V) != "1" {
+		return reject(ReasonBadVersion, `"v" is %s; want %d`, *p.V, Version)
+	}
+	if p.Thing == nil || *p.Thing != topicThing {
+		got := "<missing>"
+		if p.Thing != nil {
+			got = *p.Thing
+		}
+		return reject(ReasonThingMismatch, "payload thing %q, topic thing %q", got, topicThing)
+	}
+	return nil
+}
+
+func decodeStrict(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return reject(ReasonMalformedJSON, "%v", err)
+	}
+	if dec.More() {
+		return reject(ReasonMalformedJSON, "trailing data after the JSON object")
+	}
+	return nil
+}
+
+// DecodeTelemetry decodes and validates a telemetry payload published by
+// topicThing, received at now.
+func DecodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (Telemetry, error) {
+	if err := checkEnvelope(raw, topicThing, lim); err != nil {
+		return Telemetry{}, err
+	}
+	var t Telemetry
+	if err := decodeStrict(raw, &t); err != nil {
+		return Telemetry{}, err
+	}
+	switch {
+	case t.Seq == 0:
+		return Telemetry{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
+	case len(t.Samples) == 0:
+		return Telemetry{}, reject(ReasonInvalid, "no samples")
+	case len(t.Samples) > lim.MaxSamples:
+		return Telemetry{}, reject(ReasonInvalid, "%d samples exceed %d", len(t.Samples), lim.MaxSamples)
+	case t.Seq > math.MaxUint64-uint64(len(t.Samples)):
+		return Telemetry{}, reject(ReasonInvalid, "seq %d overflows with %d samples", t.Seq, len(t.Samples))
+	}
+	limit := now.Add(lim.MaxFutureSkew)
+	for i, s := range t.Samples {
+		switch {
+		case s.T.IsZero():
+			return Telemetry{}, reject(ReasonInvalid, "sample %d: no time", i)
+		case s.T.After(limit):
+			return Telemetry{}, reject(ReasonFutureTimestamp, "sample %d at %s is more than %s after receipt at %s", i, s.T.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
+		case !kindPattern.MatchString(s.Kind):
+			return Telemetry{}, reject(ReasonInvalid, "sample %d: kind %q is not a lowercase identifier", i, s.Kind)
+		}
+	}
+	return t, nil
+}
+
+// DecodeEvent decodes and validates an event payload published by
+// topicThing, received at now: envelope, type (one a device may send) and
+// the type's data schema.
+func DecodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (DeviceEvent, error) {
+	if err := checkEnvelope(raw, topicThing, lim); err != nil {
+		return DeviceEvent{}, err
+	}
+	var e DeviceEvent
+	if err := decodeStrict(raw, &e); err != nil {
+		return DeviceEvent{}, err
+	}
+	switch {
+	case e.Seq == 0:
+		return DeviceEvent{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
+	case !eventIDPattern.MatchString(e.ID):
+		return DeviceEvent{}, reject(ReasonInvalid, "event id %q: want 1-128 letters, digits, '_', '.', ':' or '-'", e.ID)
+	case e.At.IsZero():
+		return DeviceEvent{}, reject(ReasonInvalid, "event %s: no time (at)", e.ID)
+	case e.At.After(now.Add(lim.MaxFutureSkew)):
+		return DeviceEvent{}, reject(ReasonFutureTimestamp, "event %s at %s is more than %s after receipt at %s", e.ID, e.At.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
+	}
+	s, ok := schemas[e.Type]
+	if !ok {
+		return DeviceEvent{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
+	}
+	data := e.Data
+	if len(data) == 0 || string(data) == "null" {
+		data = json.RawMessage(`{}`)
+	}
+	if err := s.check(data, now, lim.MaxFutureSkew); err != nil {
+		return DeviceEvent{}, reject(ReasonInvalid, "event %s (%s): %v", e.ID, e.Type, err)
+	}
+	e.Data = data
+	return e, nil
+}

@@ -1,0 +1,135 @@
+package ingest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	testNow    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	testLimits = Limits{MaxPayload: 1024, MaxSamples: 3, MaxFutureSkew: 5 * time.Minute}
+)
+
+func TestDecodeTelemetry(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		raw  string
+		want Reason // "" = accepted
+	}{
+		{"ok", `{"v":1,"thing":"b1","seq":7,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"weight_g","value":412.5}]}`, ""},
+		{"ok near future", `{"v":1,"thing":"b1","seq":7,"samples":[{"t":"2026-11-29T12:04:00Z","kind":"weight_g","value":1}]}`, ""},
+		{"malformed", `{"v":1,"thing":"b1",`, ReasonMalformedJSON},
+		{"not an object", `[1]`, ReasonMalformedJSON},
+		{"no version", `{"thing":"b1","seq":1,"samples":[]}`, ReasonBadVersion},
+		{"version 2", `{"v":2,"thing":"b1","future":true}`, ReasonBadVersion},
+		{"version string", `{"v":"1","thing":"b1"}`, ReasonBadVersion},
+		{"other thing", `{"v":1,"thing":"b2","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonThingMismatch},
+		{"no thing", `{"v":1,"seq":1}`, ReasonThingMismatch},
+		{"unknown field", `{"v":1,"thing":"b1","tenant":"t2","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonMalformedJSON},
+		{"seq 0", `{"v":1,"thing":"b1","seq":0,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonInvalid},
+		{"no samples", `{"v":1,"thing":"b1","seq":1,"samples":[]}`, ReasonInvalid},
+		{"too many samples", `{"v":1,"thing":"b1","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonInvalid},
+		{"far future", `{"v":1,"thing":"b1","seq":1,"samples":[{"t":"2026-11-29T12:06:00Z","kind":"w","value":1}]}`, ReasonFutureTimestamp},
+		{"bad kind", `{"v":1,"thing":"b1","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"Weight G","value":1}]}`, ReasonInvalid},
+		{"no time", `{"v":1,"thing":"b1","seq":1,"samples":[{"kind":"w","value":1}]}`, ReasonInvalid},
+		{"seq overflow", `{"v":1,"thing":"b1","seq":18446744073709551615,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonInvalid},
+		{"oversize", `{"v":1,"thing":"b1","pad":"` + strings.Repeat("x", 1024) + `"}`, ReasonOversize},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeTelemetry([]byte(c.raw), "b1", testNow, testLimits)
+			if got := ReasonOf(err); got != c.want {
+				t.Errorf("DecodeTelemetry(%s) reason = %q (%v); want %q", c.raw, got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestDecodeEvent(t *testing.T) {
+	ev := func(typ, data string) string {
+		return `{"v":1,"thing":"b1","seq":3,"id":"e-1","type":"` + typ + `","at":"2026-11-29T11:00:00Z","data":` + data + `}`
+	}
+	for _, c := range []struct {
+		name string
+		raw  string
+		want Reason
+	}{
+		{"meal", ev("bowl.meal_finished", `{"grams_eaten":42.5,"duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"tag-7"}`), ""},
+		{"meal without pet", ev("bowl.meal_finished", `{"grams_eaten":42.5,"duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":""}`), ""},
+		{"meal missing field", ev("bowl.meal_finished", `{"grams_eaten":42.5,"duration_s":90,"pet_tag":"x"}`), ReasonInvalid},
+		{"meal negative grams", ev("bowl.meal_finished", `{"grams_eaten":-1,"duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"x"}`), ReasonInvalid},
+		{"meal grams as string", ev("bowl.meal_finished", `{"grams_eaten":"42","duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"x"}`), ReasonInvalid},
+		{"meal future start", ev("bowl.meal_finished", `{"grams_eaten":1,"duration_s":90,"started_at":"2027-01-01T00:00:00Z","pet_tag":"x"}`), ReasonInvalid},
+		{"refilled", ev("bowl.refilled", `{"grams_added":200,"level_g":450}`), ""},
+		{"food low", ev("bowl.food_low", `{"level_g":40,"threshold_g":50}`), ""},
+		{"empty without data", ev("bowl.empty", `{}`), ""},
+		{"empty null data", ev("bowl.empty", `null`), ""},
+		{"empty with level", ev("bowl.empty", `{"level_g":0}`), ""},
+		{"fault", ev("bowl.device_fault", `{"code":"E_SCALE","detail":"load cell open"}`), ""},
+		{"fault empty code", ev("bowl.device_fault", `{"code":"","detail":"x"}`), ReasonInvalid},
+		{"dropped", ev("bowl.telemetry_dropped", `{"from_seq":10,"to_seq":19,"count":10,"from":"2026-11-20T00:00:00Z","to":"2026-11-20T00:01:00Z","reason":"ttl"}`), ""},
+		{"dropped fractional", ev("bowl.telemetry_dropped", `{"from_seq":1.5,"to_seq":19,"count":10,"reason":"ttl"}`), ReasonInvalid},
+		{"unknown data field", ev("bowl.refilled", `{"grams_added":200,"level_g":450,"tenant":"t2"}`), ReasonInvalid},
+		{"data not object", ev("bowl.refilled", `[1]`), ReasonInvalid},
+		{"cloud-only type", ev("bowl.data_gap", `{}`), ReasonUnknownType},
+		{"commerce type", ev("com.payment_completed", `{}`), ReasonUnknownType},
+		{"bad id", `{"v":1,"thing":"b1","seq":3,"id":"a/b","type":"bowl.empty","at":"2026-11-29T11:00:00Z","data":{}}`, ReasonInvalid},
+		{"no at", `{"v":1,"thing":"b1","seq":3,"id":"e","type":"bowl.empty","data":{}}`, ReasonInvalid},
+		{"future at", `{"v":1,"thing":"b1","seq":3,"id":"e","type":"bowl.empty","at":"2026-11-29T13:00:00Z","data":{}}`, ReasonFutureTimestamp},
+		{"seq 0", `{"v":1,"thing":"b1","seq":0,"id":"e","type":"bowl.empty","at":"2026-11-29T11:00:00Z","data":{}}`, ReasonInvalid},
+		{"trailing data", ev("bowl.empty", `{}`) + `{}`, ReasonMalformedJSON},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeEvent([]byte(c.raw), "b1", testNow, Limits{MaxPayload: 4096, MaxSamples: 10, MaxFutureSkew: 5 * time.Minute})
+			if got := ReasonOf(err); got != c.want {
+				t.Errorf("DecodeEvent(%s) reason = %q (%v); want %q", c.raw, got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseTopic(t *testing.T) {
+	for _, c := range []struct {
+		topic string
+		want  Topic
+		ok    bool
+	}{
+		{"dt/bowline/t1/bowl-1/telemetry", Topic{"t1", "bowl-1", KindTelemetry}, true},
+		{"dt/bowline/t1/bowl:1/events", Topic{"t1", "bowl:1", KindEvents}, true},
+		{"dt/bowline/t1/bowl-1/status", Topic{}, false},
+		{"dt/bowline/t1/bowl-1", Topic{}, false},
+		{"dt/other/t1/bowl-1/events", Topic{}, false},
+		{"dt/bowline/t#1/bowl-1/events", Topic{}, false},
+		{"dt/bowline/t1//events", Topic{}, false},
+		{"dt/bowline/t1/a/b/events", Topic{}, false},
+	} {
+		got, err := ParseTopic(c.topic)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseTopic(%q) = %+v, %v; want %+v, ok=%v", c.topic, got, err, c.want, c.ok)
+		}
+		if err != nil && ReasonOf(err) != ReasonBadTopic {
+			t.Errorf("ParseTopic(%q) reason = %q; want %q", c.topic, ReasonOf(err), ReasonBadTopic)
+		}
+	}
+}
+
+func TestCatalogDeclaresIngestTypes(t *testing.T) {
+	if err := checkCatalog(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPayloadDigestIgnoresLayout(t *testing.T) {
+	a, err := payloadDigest([]byte(`{"v":1,"thing":"b1","data":{"b":2,"a":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := payloadDigest([]byte("{ \"thing\": \"b1\", \"v\": 1, \"data\": {\"a\":1, \"b\":2} }"))
+	c, _ := payloadDigest([]byte(`{"v":1,"thing":"b1","data":{"b":3,"a":1}}`))
+	if a != b {
+		t.Errorf("digest of reordered payload = %s; want %s", b, a)
+	}
+	if a == c {
+		t.Errorf("digest of a different payload = %s; want it to differ", c)
+	}
+}

@@ -1,0 +1,136 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/bowline-iot/bowline/engine/catalog"
+)
+
+// fieldKind is the JSON shape a data field must have.
+type fieldKind int
+
+const (
+	number    fieldKind = iota // any finite number
+	nonNeg                     // a number >= 0
+	counter                    // a whole number >= 0
+	text                       // a string, possibly empty
+	nonEmpty                   // a non-empty string
+	timestamp                  // an RFC 3339 time, not in the future
+)
+
+type field struct {
+	name     string
+	kind     fieldKind
+	optional bool
+}
+
+// schema is the data schema of one device event type: the fields it may
+// have; unknown fields are refused, so a typo never reaches the chain.
+type schema []field
+
+// schemas holds every event type a device may send (DESIGN.md's catalog and
+// the edge outbox's bowl.telemetry_dropped). bowl.data_gap is raised by the
+// cloud only.
+var schemas = map[string]schema{
+	"bowl.meal_finished":     {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", text, false}},
+	"bowl.refilled":          {{"grams_added", nonNeg, false}, {"level_g", number, false}},
+	"bowl.food_low":          {{"level_g", number, false}, {"threshold_g", number, false}},
+	"bowl.empty":             {{"level_g", number, true}},
+	"bowl.device_fault":      {{"code", nonEmpty, false}, {"detail", text, false}},
+	"bowl.telemetry_dropped": {{"from_seq", counter, false}, {"to_seq", counter, false}, {"count", counter, false}, {"from", timestamp, true}, {"to", timestamp, true}, {"reason", nonEmpty, false}},
+}
+
+// TypeDataGap is the event ingest raises for a missing range of seqs.
+const TypeDataGap = "bowl.data_gap"
+
+// TypeTelemetryDropped is the edge's report of telemetry it dropped unsent.
+const TypeTelemetryDropped = "bowl.telemetry_dropped"
+
+// checkCatalog verifies that every type ingest emits is declared in the
+// catalog as produced by ingest, so the two cannot drift apart silently.
+func checkCatalog() error {
+	var emits []string
+	for _, p := range catalog.Bowline().Producers {
+		if p.Name == catalog.ProducerIngest {
+			emits = p.Emits
+		}
+	}
+	for typ := range schemas {
+		if !slices.Contains(emits, typ) {
+			return fmt.Errorf("ingest: device event type %q is not declared in the catalog as produced by %q", typ, catalog.ProducerIngest)
+		}
+	}
+	if !slices.Contains(emits, TypeDataGap) {
+		return fmt.Errorf("ingest: %q is not declared in the catalog as produced by %q", TypeDataGap, catalog.ProducerIngest)
+	}
+	return nil
+}
+
+func (s schema) check(data json.RawMessage, now time.Time, skew time.Duration) error {
+	var obj map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		return fmt.Errorf("data is not a JSON object")
+	}
+	for name := range obj {
+		if !slices.ContainsFunc(s, func(f field) bool { return f.name == name }) {
+			return fmt.Errorf("data: unknown field %q", name)
+		}
+	}
+	for _, f := range s {
+		v, ok := obj[f.name]
+		if !ok {
+			if f.optional {
+				continue
+			}
+			return fmt.Errorf("data: missing field %q", f.name)
+		}
+		if err := f.check(v, now, skew); err != nil {
+			return fmt.Errorf("data.%s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+func (f field) check(v json.RawMessage, now time.Time, skew time.Duration) error {
+	switch f.kind {
+	case number, nonNeg, counter:
+		var n float64
+		if err := json.Unmarshal(v, &n); err != nil {
+			return fmt.Errorf("%s is not a number", v)
+		}
+		if math.IsInf(n, 0) || math.IsNaN(n) {
+			return fmt.Errorf("%s is not finite", v)
+		}
+		if f.kind != number && n < 0 {
+			return fmt.Errorf("%s is negative", v)
+		}
+		if f.kind == counter && (n != math.Trunc(n) || n > 1<<53) {
+			return fmt.Errorf("%s is not a whole number", v)
+		}
+	case text, nonEmpty, timestamp:
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("%s is not a string", v)
+		}
+		if f.kind == nonEmpty && s == "" {
+			return fmt.Errorf("is empty")
+		}
+		if f.kind == timestamp {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return fmt.Errorf("%q is not an RFC 3339 time", s)
+			}
+			if t.After(now.Add(skew)) {
+				return fmt.Errorf("%q is in the future", s)
+			}
+		}
+	}
+	return nil
+}
