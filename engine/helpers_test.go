@@ -155,7 +155,5 @@ func putApp(table, pk string, cond string) engine.Write {
 	return engine.Write{Put: p}
 }
 
-// quietLocal turns off the CRC32 check of response bodies against the local
-// emulator, whose error responses carry a checksum that never matches (the SDK
-// logs a warning for each).
-func quietLocal(o *dynamodb.Options) { o.DisableValidateResponseChecksum = awsenv.Local() }
+// quietLocal is awsenv.DynamoDBOptions: see there.
+var quietLocal = awsenv.DynamoDBOptions

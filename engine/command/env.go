@@ -22,10 +22,7 @@ func dynamo(ctx context.Context) (*dynamodb.Client, resources.Names, error) {
 	if err != nil {
 		return nil, resources.Names{}, err
 	}
-	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		// DynamoDB Local's error responses carry a CRC32 that never matches.
-		o.DisableValidateResponseChecksum = awsenv.Local()
-	})
+	client := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	return client, names, nil
 }
 

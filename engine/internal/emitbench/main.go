@@ -141,7 +141,7 @@ func run(ctx context.Context, emitters, events, tenants int) (Report, error) {
 	if _, err := provision.Provision(ctx, cfg, names, provision.Options{Parts: []provision.Part{provision.Tables}}); err != nil {
 		return Report{}, fmt.Errorf("provision %s: %w", names.Stack, err)
 	}
-	client := &countingClient{Client: dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = awsenv.Local() })}
+	client := &countingClient{Client: dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)}
 	cat := engine.Catalog{Types: []engine.EventType{{Name: "bench.emitted"}}}
 	e, err := engine.New(engine.Config{
 		Client: client, EventsTable: names.EventsTable(), InboxTable: names.InboxTable(),
