@@ -1,0 +1,195 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Environment variables read by SettingsFromEnv.
+const (
+	AddrEnv          = "BOWLINE_API_ADDR"
+	TokensEnv        = "BOWLINE_API_TOKENS"
+	OpsTokenEnv      = "BOWLINE_OPS_TOKEN"
+	WebhookSecretEnv = "BOWLINE_WEBHOOK_SECRET"
+)
+
+// DefaultAddr is where `bowline api` listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Emitter commits an event with its writes in one transaction
+// (*engine.Engine). It must be safe for concurrent use.
+type Emitter interface {
+	EmitEvent(ctx context.Context, ev engine.Event) (engine.Envelope, error)
+}
+
+// DynamoDB is the part of the DynamoDB API the handlers read with.
+type DynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Reconciler produces the operator's reconcile report. It may be slow (it
+// verifies every chain); the request's context bounds it.
+type Reconciler interface {
+	Reconcile(ctx context.Context) (Report, error)
+}
+
+// Config configures the API.
+type Config struct {
+	// Emitter commits events (an *engine.Engine built with the Bowline
+	// catalog). Required.
+	Emitter Emitter
+	// DB reads order and idempotency rows. Required.
+	DB DynamoDB
+	// Names gives the app and inbox tables. Required.
+	Names resources.Names
+	// Tokens maps bearer tokens to tenants (BOWLINE_API_TOKENS,
+	// "tokenA=tenant1,tokenB=tenant2"). Empty means every order is refused.
+	Tokens map[string]string
+	// OpsToken guards /v1/ops/*; empty disables them (401).
+	OpsToken string
+	// WebhookSecret verifies payment webhooks. Required: a webhook endpoint
+	// without a secret would accept anything.
+	WebhookSecret string
+	// Tolerance is the webhook timestamp window; default DefaultTolerance.
+	Tolerance time.Duration
+	// Reconciler answers /v1/ops/reconcile; nil answers 501.
+	Reconciler Reconciler
+	// Registerer and Gatherer hold and serve the metrics; default a fresh
+	// registry for both (so two APIs in one test binary do not collide).
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// MaxBodyBytes bounds a request body; default 1 MiB.
+	MaxBodyBytes int64
+	// IdempotencyTTL is how long an order's Idempotency-Key is remembered;
+	// default 24h.
+	IdempotencyTTL time.Duration
+	// Logger defaults to slog.Default(); Now to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Validate reports the first missing or invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Emitter == nil:
+		return errors.New("api config: emitter: required")
+	case c.DB == nil:
+		return errors.New("api config: db: required")
+	case c.Names.Stack == "":
+		return errors.New("api config: names: required")
+	case c.WebhookSecret == "":
+		return fmt.Errorf("api config: webhook secret (%s): required", WebhookSecretEnv)
+	case c.Tolerance < 0:
+		return fmt.Errorf("api config: tolerance %v: must not be negative", c.Tolerance)
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("api config: max body bytes %d: must not be negative", c.MaxBodyBytes)
+	}
+	for tok, tenant := range c.Tokens {
+		if tok == "" {
+			return fmt.Errorf("api config: tokens: empty token for tenant %q", tenant)
+		}
+		if !engine.ValidTenant(tenant) {
+			return fmt.Errorf("api config: tokens: tenant %q: %w", tenant, engine.ErrInvalidTenant)
+		}
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.Tolerance == 0 {
+		c.Tolerance = DefaultTolerance
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.IdempotencyTTL == 0 {
+		c.IdempotencyTTL = 24 * time.Hour
+	}
+	if c.Registerer == nil && c.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		c.Registerer, c.Gatherer = reg, reg
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Gatherer == nil {
+		c.Gatherer = prometheus.DefaultGatherer
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// ParseTokens parses "tokenA=tenant1,tokenB=tenant2" (spaces around items
+// are ignored; "" gives an empty map).
+func ParseTokens(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		tok, tenant, ok := strings.Cut(item, "=")
+		tok, tenant = strings.TrimSpace(tok), strings.TrimSpace(tenant)
+		if !ok || tok == "" || tenant == "" {
+			return nil, fmt.Errorf("%s item %q: want token=tenant: %w", TokensEnv, redact(item), ErrBadTokens)
+		}
+		if !engine.ValidTenant(tenant) {
+			return nil, fmt.Errorf("%s tenant %q: %w", TokensEnv, tenant, ErrBadTokens)
+		}
+		if _, dup := out[tok]; dup {
+			return nil, fmt.Errorf("%s: a token is listed twice (tenant %q): %w", TokensEnv, tenant, ErrBadTokens)
+		}
+		out[tok] = tenant
+	}
+	return out, nil
+}
+
+// redact hides a token in an error message, keeping the tenant.
+func redact(item string) string {
+	if _, tenant, ok := strings.Cut(item, "="); ok {
+		return "***=" + tenant
+	}
+	return "***"
+}
+
+// Settings are the API's secrets and address, as read from the
+// environment.
+type Settings struct {
+	Addr          string
+	Tokens        map[string]string
+	OpsToken      string
+	WebhookSecret string
+}
+
+// SettingsFromEnv reads BOWLINE_API_ADDR (default DefaultAddr),
+// BOWLINE_API_TOKENS, BOWLINE_OPS_TOKEN and BOWLINE_WEBHOOK_SECRET.
+func SettingsFromEnv() (Settings, error) {
+	tokens, err := ParseTokens(os.Getenv(TokensEnv))
+	if err != nil {
+		return Settings{}, err
+	}
+	s := Settings{Addr: os.Getenv(AddrEnv), Tokens: tokens, OpsToken: os.Getenv(OpsTokenEnv), WebhookSecret: os.Getenv(WebhookSecretEnv)}
+	if s.Addr == "" {
+		s.Addr = DefaultAddr
+	}
+	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
+		return Settings{}, fmt.Errorf("%s %q: %w", AddrEnv, s.Addr, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,222 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+)
+
+const (
+	testSecret = "whsec_test"
+	opsToken   = "ops-secret"
+)
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// fixture is an API on the shared local stack with two fresh tenants.
+type fixture struct {
+	t       *testing.T
+	srv     *httptest.Server
+	built   *api.Built
+	db      *dynamodb.Client
+	tenantA string
+	tokenA  string
+	tenantB string
+	tokenB  string
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	cfg := lstest.AWSConfig(t)
+	names := lstest.Names(t)
+	f := &fixture{t: t, tenantA: "ta-" + randHex(4), tokenA: "tok-" + randHex(8), tenantB: "tb-" + randHex(4), tokenB: "tok-" + randHex(8)}
+	b, err := api.Build(api.BuildConfig{
+		AWS: cfg, Names: names,
+		Settings: api.Settings{
+			Tokens:        map[string]string{f.tokenA: f.tenantA, f.tokenB: f.tenantB},
+			OpsToken:      opsToken,
+			WebhookSecret: testSecret,
+		},
+		Logger: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatalf("api.Build: %v", err)
+	}
+	f.built = b
+	f.srv = httptest.NewServer(b.API)
+	t.Cleanup(func() {
+		f.srv.Close()
+		b.Engine.Close()
+	})
+	f.db = dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	return f
+}
+
+// tlog sends logs to t.Log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response %d body %q: %v", r.Status, r.Body, err)
+	}
+	return m
+}
+
+func (r response) code(t *testing.T) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (f *fixture) do(method, path string, header map[string]string, body []byte) response {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+const orderBody = `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":4999}`
+
+func (f *fixture) order(token, key, body string) response {
+	f.t.Helper()
+	h := map[string]string{"Content-Type": "application/json"}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	if key != "" {
+		h["Idempotency-Key"] = key
+	}
+	return f.do(http.MethodPost, "/v1/orders", h, []byte(body))
+}
+
+// mustOrder creates an order for tenant A and returns its id.
+func (f *fixture) mustOrder() string {
+	f.t.Helper()
+	r := f.order(f.tokenA, "", orderBody)
+	if r.Status != http.StatusCreated {
+		f.t.Fatalf("POST /v1/orders = %d %s; want 201", r.Status, r.Body)
+	}
+	return r.json(f.t)["id"].(string)
+}
+
+func paymentBody(orderID, paymentID string, amount int) []byte {
+	b, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": "payment.succeeded",
+		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount}})
+	return b
+}
+
+func (f *fixture) webhook(body []byte, sig string) response {
+	f.t.Helper()
+	h := map[string]string{"Content-Type": "application/json"}
+	if sig != "" {
+		h[api.SignatureHeader] = sig
+	}
+	return f.do(http.MethodPost, "/v1/webhooks/payments", h, body)
+}
+
+func sign(body []byte) string { return api.Sign([]byte(testSecret), time.Now(), body) }
+
+// events returns tenant's committed events, in order.
+func (f *fixture) events(tenant string) []engine.Envelope {
+	f.t.Helper()
+	names := lstest.Names(f.t)
+	var out []engine.Envelope
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(names.EventsTable()), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: engine.EventPK(tenant)}},
+	}
+	for {
+		res, err := f.db.Query(context.Background(), in)
+		if err != nil {
+			f.t.Fatalf("query events of %s: %v", tenant, err)
+		}
+		for _, it := range res.Items {
+			env, err := engine.DecodeItem(it)
+			if err != nil {
+				f.t.Fatalf("decode event of %s: %v", tenant, err)
+			}
+			out = append(out, env)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+func (f *fixture) orderRow(id string) map[string]types.AttributeValue {
+	f.t.Helper()
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(lstest.Names(f.t).AppTable()), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: api.OrderPK(id)}, "sk": &types.AttributeValueMemberS{Value: api.OrderSK}},
+	})
+	if err != nil {
+		f.t.Fatalf("get order %s: %v", id, err)
+	}
+	return out.Item
+}
+
+func attr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func types_(evs []engine.Envelope) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}

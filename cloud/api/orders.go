@@ -1,0 +1,275 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/gowebpki/jcs"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/bowline-iot/bowline/engine"
+)
+
+// Event types the API emits.
+const (
+	TypeOrderCreated     = "com.order_created"
+	TypePaymentCompleted = "com.payment_completed"
+)
+
+// IdempotencyKeyHeader names the client's idempotency key on POST /v1/orders.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// ReplayedHeader is set on a response replayed for a repeated key.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// maxItems bounds the lines of one order (the row must stay well under
+// DynamoDB's 400 KB item limit).
+const maxItems = 100
+
+// orderRequest is the body of POST /v1/orders.
+type orderRequest struct {
+	CustomerID  string `json:"customer_id"`
+	PetID       string `json:"pet_id"`
+	Items       []Item `json:"items"`
+	AmountCents *int64 `json:"amount_cents"`
+}
+
+func (o orderRequest) validate() error {
+	switch {
+	case strings.TrimSpace(o.CustomerID) == "":
+		return errors.New("customer_id: required")
+	case strings.TrimSpace(o.PetID) == "":
+		return errors.New("pet_id: required")
+	case len(o.Items) == 0:
+		return errors.New("items: at least one required")
+	case len(o.Items) > maxItems:
+		return fmt.Errorf("items: %d lines; at most %d", len(o.Items), maxItems)
+	case o.AmountCents == nil:
+		return errors.New("amount_cents: required")
+	case *o.AmountCents < 0:
+		return fmt.Errorf("amount_cents %d: must not be negative", *o.AmountCents)
+	}
+	for i, it := range o.Items {
+		if strings.TrimSpace(it.SKU) == "" {
+			return fmt.Errorf("items[%d].sku: required", i)
+		}
+		if it.Qty < 1 {
+			return fmt.Errorf("items[%d].qty %d: must be at least 1", i, it.Qty)
+		}
+	}
+	return nil
+}
+
+// idemRow is the stored outcome of an Idempotency-Key.
+type idemRow struct {
+	PK       string `dynamodbav:"pk"`
+	BodyHash string `dynamodbav:"body_hash"`
+	Status   int    `dynamodbav:"status"`
+	Response string `dynamodbav:"response"`
+	OrderID  string `dynamodbav:"order_id"`
+	Created  string `dynamodbav:"created_at"`
+	TTL      int64  `dynamodbav:"ttl"`
+}
+
+func validIdempotencyKey(k string) error {
+	if len(k) > maxIdempotencyKey {
+		return fmt.Errorf("%s: %d bytes; at most %d", IdempotencyKeyHeader, len(k), maxIdempotencyKey)
+	}
+	for _, r := range k {
+		if r > unicode.MaxASCII || !unicode.IsPrint(r) {
+			return fmt.Errorf("%s %q: printable ASCII only", IdempotencyKeyHeader, k)
+		}
+	}
+	return nil
+}
+
+// bodyHash is the hash of the body's RFC 8785 canonical form, so a client
+// that re-serialises the same request (other key order, other spacing)
+// still sends "the same body".
+func bodyHash(body []byte) (string, error) {
+	canon, err := jcs.Transform(body)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := a.tenantFor(r)
+	if !ok {
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or unknown bearer token")
+		return
+	}
+	body, ok := a.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req orderRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "order body: "+err.Error())
+		return
+	}
+	if err := req.validate(); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "order: "+err.Error())
+		return
+	}
+	key := r.Header.Get(IdempotencyKeyHeader)
+	var hash string
+	if key != "" {
+		if err := validIdempotencyKey(key); err != nil {
+			writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+			return
+		}
+		h, err := bodyHash(body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, CodeInvalidJSON, "order body: "+err.Error())
+			return
+		}
+		hash = h
+	}
+
+	now := a.cfg.Now().UTC()
+	id := ulid.Make().String()
+	corr := r.Header.Get("X-Correlation-Id")
+	if corr == "" || len(corr) > 128 {
+		corr = id
+	}
+	order := Order{
+		PK: OrderPK(id), SK: OrderSK, Entity: EntityOrder,
+		ID: id, Tenant: tenant, CustomerID: req.CustomerID, PetID: req.PetID, Items: req.Items,
+		AmountCents: *req.AmountCents, Status: StatusPending, CorrelationID: corr,
+		CreatedAt: now.Format(engine.TimeLayout),
+	}
+	resp, err := json.Marshal(order)
+	if err != nil {
+		a.internal(w, r, fmt.Errorf("encode order %s: %w", id, err))
+		return
+	}
+	resp = append(resp, '\n')
+	item, err := attributevalue.MarshalMap(order)
+	if err != nil {
+		a.internal(w, r, fmt.Errorf("marshal order %s: %w", id, err))
+		return
+	}
+	writes := []engine.Write{{Put: &types.Put{
+		TableName: aws.String(a.cfg.Names.AppTable()), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	}}}
+	if key != "" {
+		row, err := attributevalue.MarshalMap(idemRow{
+			PK: idemPK(tenant, key), BodyHash: hash, Status: http.StatusCreated, Response: string(resp),
+			OrderID: id, Created: order.CreatedAt, TTL: now.Add(a.cfg.IdempotencyTTL).Unix(),
+		})
+		if err != nil {
+			a.internal(w, r, fmt.Errorf("marshal idempotency row: %w", err))
+			return
+		}
+		writes = append(writes, engine.Write{Put: &types.Put{
+			TableName: aws.String(a.cfg.Names.InboxTable()), Item: row,
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}})
+	}
+	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), tenant), "api:"+req.CustomerID), corr)
+	payload := map[string]any{
+		"order_id": id, "customer_id": req.CustomerID, "pet_id": req.PetID,
+		"items": req.Items, "amount_cents": *req.AmountCents,
+	}
+	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: TypeOrderCreated, Payload: payload, Writes: writes})
+	var cf *engine.ConditionFailedError
+	switch {
+	case err == nil:
+		a.metrics.emitted(TypeOrderCreated)
+		a.log.Info("order created", "tenant", tenant, "order", id, "event", env.ID)
+		writeRaw(w, http.StatusCreated, resp)
+	case key != "" && errors.As(err, &cf) && cf.Write == 1:
+		a.replay(w, r, tenant, key, hash)
+	default:
+		a.emitFailed(w, r, fmt.Errorf("create order for tenant %q: %w", tenant, err))
+	}
+}
+
+// replay answers a repeated Idempotency-Key from its stored outcome.
+func (a *API) replay(w http.ResponseWriter, r *http.Request, tenant, key, hash string) {
+	out, err := a.cfg.DB.GetItem(r.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(a.cfg.Names.InboxTable()), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": str(idemPK(tenant, key))},
+	})
+	if err != nil {
+		a.unavailable(w, r, fmt.Errorf("read idempotency key %q of tenant %q: %w", key, tenant, err))
+		return
+	}
+	var row idemRow
+	if out.Item == nil {
+		// Written and expired between our condition and this read: rare
+		// enough that the client may simply retry.
+		a.unavailable(w, r, fmt.Errorf("idempotency key %q of tenant %q vanished", key, tenant))
+		return
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &row); err != nil {
+		a.internal(w, r, fmt.Errorf("decode idempotency row %q: %w", key, err))
+		return
+	}
+	if row.BodyHash != hash {
+		a.metrics.idempotency("conflict")
+		writeError(w, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+			fmt.Sprintf("%s %q was used with a different body (order %s)", IdempotencyKeyHeader, key, row.OrderID))
+		return
+	}
+	a.metrics.idempotency("replayed")
+	w.Header().Set(ReplayedHeader, "true")
+	writeRaw(w, row.Status, []byte(row.Response))
+}
+
+// readBody reads at most MaxBodyBytes, answering 413 beyond.
+func (a *API) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := readAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "read body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// emitFailed maps an engine error to a response.
+func (a *API) emitFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, engine.ErrThrottled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, engine.ErrUnknownOutcome):
+		a.unavailable(w, r, err)
+	case errors.Is(err, engine.ErrPayloadTooLarge), errors.Is(err, engine.ErrWritesTooLarge), errors.Is(err, engine.ErrInvalidPayload):
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+	case errors.Is(err, context.Canceled):
+		a.log.Info("request cancelled", "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "request cancelled")
+	default:
+		a.internal(w, r, err)
+	}
+}
+
+func (a *API) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	a.log.Warn("request failed, retryable", "path", r.URL.Path, "err", err)
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "temporarily unavailable; retry")
+}
+
+func (a *API) internal(w http.ResponseWriter, r *http.Request, err error) {
+	a.log.Error("request failed", "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+}

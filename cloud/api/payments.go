@@ -1,0 +1,192 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine"
+)
+
+// PaymentSucceeded is the webhook type that pays an order; other types are
+// acknowledged and ignored.
+const PaymentSucceeded = "payment.succeeded"
+
+// maxIDLen bounds the ids a webhook may name.
+const maxIDLen = 128
+
+// webhook is the body of POST /v1/webhooks/payments.
+type webhook struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	Data struct {
+		PaymentID   string `json:"payment_id"`
+		OrderID     string `json:"order_id"`
+		AmountCents *int64 `json:"amount_cents"`
+	} `json:"data"`
+}
+
+// webhookResult is the 200 answer.
+type webhookResult struct {
+	// Status is "processed", "duplicate" or "ignored".
+	Status  string `json:"status"`
+	OrderID string `json:"order_id,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+}
+
+func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
+	body, ok := a.readBody(w, r)
+	if !ok {
+		return
+	}
+	// Nothing is parsed, read or written before the signature checks out.
+	if err := VerifySignature([]byte(a.cfg.WebhookSecret), r.Header.Get(SignatureHeader), body, a.cfg.Now(), a.cfg.Tolerance); err != nil {
+		code := CodeInvalidSignature
+		if errors.Is(err, ErrStaleSignature) {
+			code = CodeSignatureExpired
+		}
+		a.metrics.webhookRejected(code)
+		a.log.Warn("webhook rejected", "reason", code, "err", err, "remote", r.RemoteAddr)
+		writeError(w, http.StatusUnauthorized, code, err.Error())
+		return
+	}
+	var hook webhook
+	if err := json.Unmarshal(body, &hook); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook body: "+err.Error())
+		return
+	}
+	if hook.Type != PaymentSucceeded {
+		writeJSON(w, http.StatusOK, webhookResult{Status: "ignored"})
+		return
+	}
+	d := hook.Data
+	switch {
+	case strings.TrimSpace(d.PaymentID) == "":
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook data.payment_id: required")
+		return
+	case strings.TrimSpace(d.OrderID) == "":
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook data.order_id: required")
+		return
+	case d.AmountCents == nil:
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook data.amount_cents: required")
+		return
+	case len(d.OrderID) > maxIDLen || len(d.PaymentID) > maxIDLen:
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("webhook data.order_id or payment_id: at most %d bytes", maxIDLen))
+		return
+	}
+
+	order, found, err := a.readOrder(r, d.OrderID)
+	if err != nil {
+		a.unavailable(w, r, err)
+		return
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, CodeOrderNotFound, fmt.Sprintf("order %q not found", d.OrderID))
+		return
+	}
+	if done, ok := a.alreadyPaid(w, order, d.PaymentID); done || !ok {
+		return
+	}
+	if *d.AmountCents != order.AmountCents {
+		writeError(w, http.StatusUnprocessableEntity, CodeAmountMismatch,
+			fmt.Sprintf("payment %q of %d cents for order %q of %d cents", d.PaymentID, *d.AmountCents, order.ID, order.AmountCents))
+		return
+	}
+
+	now := a.cfg.Now().UTC()
+	paidAt := now.Format(engine.TimeLayout)
+	payRow, err := attributevalue.MarshalMap(map[string]any{
+		"pk": paymentPK(d.PaymentID), "order_id": order.ID, "tenant": order.Tenant,
+		"webhook_id": hook.ID, "created_at": paidAt, "ttl": now.Add(paymentDedupTTL).Unix(),
+	})
+	if err != nil {
+		a.internal(w, r, fmt.Errorf("marshal payment row %q: %w", d.PaymentID, err))
+		return
+	}
+	writes := []engine.Write{
+		{Update: &types.Update{
+			TableName:                aws.String(a.cfg.Names.AppTable()),
+			Key:                      map[string]types.AttributeValue{"pk": str(OrderPK(order.ID)), "sk": str(OrderSK)},
+			UpdateExpression:         aws.String("SET #status = :paid, payment_id = :pid, paid_at = :at"),
+			ConditionExpression:      aws.String("#status = :pending"),
+			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":paid": str(StatusPaid), ":pending": str(StatusPending), ":pid": str(d.PaymentID), ":at": str(paidAt),
+			},
+		}},
+		{Put: &types.Put{
+			TableName: aws.String(a.cfg.Names.InboxTable()), Item: payRow,
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}},
+	}
+	// The tenant is the order's, never anything the webhook says.
+	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), order.Tenant), "payments-webhook"), order.CorrelationID)
+	payload := map[string]any{
+		"order_id": order.ID, "payment_id": d.PaymentID, "amount_cents": order.AmountCents,
+		"customer_id": order.CustomerID, "pet_id": order.PetID, "items": order.Items,
+	}
+	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: TypePaymentCompleted, Payload: payload, Writes: writes})
+	var cf *engine.ConditionFailedError
+	switch {
+	case err == nil:
+		a.metrics.emitted(TypePaymentCompleted)
+		a.log.Info("order paid", "tenant", order.Tenant, "order", order.ID, "payment", d.PaymentID, "event", env.ID)
+		writeJSON(w, http.StatusOK, webhookResult{Status: "processed", OrderID: order.ID, EventID: env.ID})
+	case errors.As(err, &cf):
+		// A concurrent delivery won, or the payment id belongs to another
+		// order: the fresh order row says which.
+		order, found, rerr := a.readOrder(r, d.OrderID)
+		if rerr != nil || !found {
+			a.unavailable(w, r, fmt.Errorf("re-read order %q after %w: %v", d.OrderID, err, rerr))
+			return
+		}
+		if done, ok := a.alreadyPaid(w, order, d.PaymentID); done || !ok {
+			return
+		}
+		writeError(w, http.StatusConflict, CodePaymentReused, fmt.Sprintf("payment %q already paid another order", d.PaymentID))
+	default:
+		a.emitFailed(w, r, fmt.Errorf("pay order %q with payment %q: %w", d.OrderID, d.PaymentID, err))
+	}
+}
+
+// alreadyPaid answers for an order that is no longer pending: a repeat of
+// the same payment is a duplicate (200, nothing emitted), another payment is
+// a conflict. done is true when a response was written for a repeat; ok is
+// false when a conflict was written.
+func (a *API) alreadyPaid(w http.ResponseWriter, o Order, paymentID string) (done, ok bool) {
+	if o.Status == StatusPending {
+		return false, true
+	}
+	if o.PaymentID == paymentID {
+		a.metrics.webhookDuplicate()
+		writeJSON(w, http.StatusOK, webhookResult{Status: "duplicate", OrderID: o.ID})
+		return true, true
+	}
+	writeError(w, http.StatusConflict, CodeOrderAlreadyPaid, fmt.Sprintf("order %q is %s (payment %q)", o.ID, o.Status, o.PaymentID))
+	return false, false
+}
+
+func (a *API) readOrder(r *http.Request, id string) (Order, bool, error) {
+	out, err := a.cfg.DB.GetItem(r.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(a.cfg.Names.AppTable()), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": str(OrderPK(id)), "sk": str(OrderSK)},
+	})
+	if err != nil {
+		return Order{}, false, fmt.Errorf("read order %q: %w", id, err)
+	}
+	if out.Item == nil {
+		return Order{}, false, nil
+	}
+	var o Order
+	if err := attributevalue.UnmarshalMap(out.Item, &o); err != nil {
+		return Order{}, false, fmt.Errorf("decode order %q: %w", id, err)
+	}
+	return o, true, nil
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// API is the HTTP API. Build it with New; it is an http.Handler.
+type API struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
+}
+
+// New validates cfg and returns the API.
+func New(cfg Config) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	a := &API{cfg: cfg, log: cfg.Logger.With("component", "api"), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux()}
+	m := a.metrics
+	a.mux.Handle("POST /v1/orders", m.instrument("/v1/orders", a.createOrder))
+	a.mux.Handle("POST /v1/webhooks/payments", m.instrument("/v1/webhooks/payments", a.paymentWebhook))
+	a.mux.Handle("GET /v1/ops/reconcile", m.instrument("/v1/ops/reconcile", a.reconcile))
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	a.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	return a, nil
+}
+
+// ServeHTTP routes the request; unknown routes get JSON 404 and 405.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := a.mux.Handler(r)
+	if pattern == "" {
+		// The mux would answer in plain text; answer in the API's shape.
+		rec := &probe{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if rec.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" not allowed on "+r.URL.Path)
+			return
+		}
+		writeError(w, http.StatusNotFound, CodeNotFound, "no route "+r.URL.Path)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// probe captures the mux's own 404/405 answer.
+type probe struct {
+	header http.Header
+	status int
+}
+
+func (p *probe) Header() http.Header         { return p.header }
+func (p *probe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *probe) WriteHeader(code int)        { p.status = code }
+
+// Serve listens on addr and serves until ctx ends, then shuts down
+// gracefully: it stops accepting, lets requests in flight finish (at most
+// grace), and returns. ready, if not nil, receives the bound address.
+func (a *API) Serve(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("api listen %s: %w", addr, err)
+	}
+	return a.ServeListener(ctx, ln, ready)
+}
+
+// ShutdownGrace bounds how long requests in flight may run after Serve's
+// context ends.
+const ShutdownGrace = 15 * time.Second
+
+// ServeListener is Serve on an existing listener (closed on return).
+func (a *API) ServeListener(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
+	srv := &http.Server{
+		Handler:           a,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info("api listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-errc:
+		return fmt.Errorf("api serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	a.log.Info("api stopped")
+	if err != nil {
+		return fmt.Errorf("api shutdown: %w", err)
+	}
+	return nil
+}
+
+func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
