@@ -77,17 +77,17 @@ func (c MCUConfig) Validate() error {
 
 // MCUStats is what the MCU model has done; all counts are frames.
 type MCUStats struct {
-	Accepted      uint64 // readings that got a sequence number and entered the ring
-	Refused       uint64 // readings refused because the ring was full (backpressure)
-	Transmitted   uint64 // sequenced frames written, retransmissions included
-	Retransmitted uint64 // of which retransmissions
-	Timeouts      uint64 // retransmit timeouts that rewound the ring
-	Resends       uint64 // resend requests from the gateway that rewound the ring
-	Freed         uint64 // frames freed by cumulative acks
-	RingLen       int    // frames in the ring now
+	Accepted      uint64 `json:"accepted"`      // readings that got a sequence number and entered the ring
+	Refused       uint64 `json:"refused"`       // readings refused because the ring was full (backpressure)
+	Transmitted   uint64 `json:"transmitted"`   // sequenced frames written, retransmissions included
+	Retransmitted uint64 `json:"retransmitted"` // of which retransmissions
+	Timeouts      uint64 `json:"timeouts"`      // retransmit timeouts that rewound the ring
+	Resends       uint64 `json:"resends"`       // resend requests from the gateway that rewound the ring
+	Freed         uint64 `json:"freed"`         // frames freed by cumulative acks
+	RingLen       int    `json:"ring_len"`      // frames in the ring now
 	// AckedThrough is the last cumulative ack that freed frames; valid when
 	// Freed > 0.
-	AckedThrough uint32
+	AckedThrough uint32 `json:"acked_through"`
 }
 
 type ringEntry struct {

@@ -15,7 +15,7 @@ func app() cli.App {
 		Summary: "the Bowline gateway agent",
 		Commands: []cli.Command{
 			{Name: "run", Summary: "run the gateway agent", Run: runCmd},
-			{Name: "simulate", Summary: "simulated bowls that speak the firmware protocol", Run: cli.Stub},
+			{Name: "simulate", Summary: "simulated bowls that speak the firmware protocol", Run: runSimulate},
 		},
 	}
 }
