@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/engine/redrive"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/cli"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+func runRedrive(ctx context.Context, args []string) error { return redriveCmd(ctx, args, os.Stdout) }
+
+// eventIDs collects repeated --event flags.
+type eventIDs []string
+
+func (e *eventIDs) String() string { return strings.Join(*e, ",") }
+func (e *eventIDs) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("empty event id")
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func redriveCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := cli.NewFlags("bowline redrive", "move dead-lettered events from events-dlq.fifo back to events.fifo",
+		"bowline redrive (--event ID [--event ID]... | --all) [--dry-run] [--json]\n\n"+
+			"For each selected message in the DLQ: release its dead inbox rows so the fixed handlers\n"+
+			"can claim them again, send it back with the same group and a fresh deduplication id, and\n"+
+			"delete it from the DLQ. Prints what moved and what was skipped and why.\n"+
+			"Environment: BOWLINE_STACK and the standard AWS SDK variables.")
+	var ids eventIDs
+	fs.Var(&ids, "event", "event id to redrive (repeatable)")
+	all := fs.Bool("all", false, "redrive every message in the DLQ")
+	dryRun := fs.Bool("dry-run", false, "report what would move; change nothing")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if *all == (len(ids) > 0) {
+		return fmt.Errorf("%w: give --all or one or more --event IDs, not both or neither", cli.ErrUsage)
+	}
+	names, err := resources.FromEnv()
+	if err != nil {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	cfg, err := awsenv.Load(ctx)
+	if err != nil {
+		return err
+	}
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	sq := sqs.NewFromConfig(cfg)
+	in, err := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
+	if err != nil {
+		return err
+	}
+	dl, err := deadletter.New(ddb, names.DeadLettersTable(), nil)
+	if err != nil {
+		return err
+	}
+	qURL, err := queueURL(ctx, sq, names.EventsQueue())
+	if err != nil {
+		return err
+	}
+	dlqURL, err := queueURL(ctx, sq, names.EventsDLQ())
+	if err != nil {
+		return err
+	}
+	r, err := redrive.New(redrive.Config{Queue: sq, QueueURL: qURL, DLQURL: dlqURL, Inbox: in, DeadLetters: dl,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	res, err := r.Run(ctx, redrive.Options{EventIDs: ids, All: *all, DryRun: *dryRun})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	verb := "moved"
+	if res.DryRun {
+		verb = "would move"
+	}
+	for _, it := range res.Moved {
+		fmt.Fprintf(stdout, "%s %s (tenant %s, %s) released: %s", verb, it.EventID, it.Tenant, it.Type, dash(strings.Join(it.Released, ",")))
+		if it.Reason != "" {
+			fmt.Fprintf(stdout, " (%s)", it.Reason)
+		}
+		fmt.Fprintln(stdout)
+	}
+	for _, it := range res.Skipped {
+		what := it.EventID
+		if what == "" {
+			what = "message " + it.MessageID
+		}
+		fmt.Fprintf(stdout, "skipped %s: %s\n", what, it.Reason)
+	}
+	for _, id := range res.NotFound {
+		fmt.Fprintf(stdout, "not found %s: not in the DLQ, or behind a skipped message of its tenant\n", id)
+	}
+	fmt.Fprintf(stdout, "%d %s, %d skipped, %d not found\n", len(res.Moved), verb, len(res.Skipped), len(res.NotFound))
+	return nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/cli"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+func runRelay(ctx context.Context, args []string) error { return relayCmd(ctx, args, os.Stdout) }
+
+func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := cli.NewFlags("bowline relay", "DynamoDB Streams -> SQS, the local stand-in for the EventBridge Pipes",
+		"bowline relay [--pipes events,record-changes] [--poll 250ms] [--metrics-addr host:port]\n\n"+
+			"The events pipe forwards INSERT records of event rows from the events table's stream to\n"+
+			"events.fifo (group = tenant, dedup id = event id); the record-changes pipe forwards every\n"+
+			"record of the app table's stream to record-changes. Positions are checkpointed per shard\n"+
+			"in the inbox table. Environment: BOWLINE_STACK and the standard AWS SDK variables.")
+	pipes := fs.String("pipes", "events,record-changes", "comma-separated pipes to run: events, record-changes")
+	poll := fs.Duration("poll", 250*time.Millisecond, "pause after an empty read of an open shard")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if *poll <= 0 {
+		return fmt.Errorf("%w: --poll %v: want a positive duration", cli.ErrUsage, *poll)
+	}
+	names, err := resources.FromEnv()
+	if err != nil {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	type target struct {
+		spec         relay.PipeSpec
+		table, queue string
+	}
+	var targets []target
+	for _, p := range strings.Split(*pipes, ",") {
+		switch strings.TrimSpace(p) {
+		case relay.EventsPipe.Name:
+			targets = append(targets, target{relay.EventsPipe, names.EventsTable(), names.EventsQueue()})
+		case relay.RecordChangesPipe.Name:
+			targets = append(targets, target{relay.RecordChangesPipe, names.AppTable(), names.RecordChangesQueue()})
+		default:
+			return fmt.Errorf("%w: --pipes: unknown pipe %q (want events or record-changes)", cli.ErrUsage, p)
+		}
+	}
+	cfg, err := awsenv.Load(ctx)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	streams := dynamodbstreams.NewFromConfig(cfg)
+	sq := sqs.NewFromConfig(cfg)
+	reg := prometheus.NewRegistry()
+	metrics := relay.NewMetrics(reg)
+	var relays []*relay.Relay
+	for _, tg := range targets {
+		url, err := queueURL(ctx, sq, tg.queue)
+		if err != nil {
+			return err
+		}
+		r, err := relay.New(relay.Config{
+			Pipe: tg.spec, Streams: streams, Table: tg.table, Tables: ddb, Queue: sq, QueueURL: url,
+			Checkpoints: ddb, CheckpointTable: names.InboxTable(), PollInterval: *poll,
+			Logger: log, Observer: metrics.For(tg.spec.Name),
+		})
+		if err != nil {
+			return err
+		}
+		relays = append(relays, r)
+	}
+	if *metricsAddr != "" {
+		if err := serveMetrics(ctx, *metricsAddr, reg, log); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "bowline relay: %s (stack %s)\n", *pipes, names.Stack)
+	errs := make([]error, len(relays))
+	var wg sync.WaitGroup
+	for i, r := range relays {
+		wg.Go(func() { errs[i] = r.Run(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/engine/internal/enginetest"
+	"github.com/bowline-iot/bowline/engine/worker"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// buildBowline builds the bowline binary into a temporary directory.
+func buildBowline(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(t.TempDir(), "bowline")
+	cmd := exec.Command("go", "build", "-o", bin, "./cloud/cmd/bowline")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cloud/cmd/bowline: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestRunbookBowlineRedriveAll is the runbook as an operator runs it, on
+// the stack's provisioned events.fifo and events-dlq.fifo: a handler
+// exhausts the queue's maxReceiveCount and dies; the handler is fixed;
+// `bowline redrive --all` moves the event back; the handler runs and
+// completes, within five minutes of the original send.
+func TestRunbookBowlineRedriveAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bowline binary")
+	}
+	ctx := enginetest.Ctx(t)
+	cfg := lstest.AWSConfig(t)
+	names := lstest.Names(t)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	sq := sqs.NewFromConfig(cfg)
+	qURL, dlqURL := url(ctx, t, sq, names.EventsQueue()), url(ctx, t, sq, names.EventsDLQ())
+	in, _ := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
+	dl, _ := deadletter.New(ddb, names.DeadLettersTable(), nil)
+	bin := buildBowline(t)
+
+	var broken atomic.Bool
+	var oks atomic.Int32
+	broken.Store(true)
+	w, err := worker.New(worker.Config{
+		Queue: sq, QueueURL: qURL, DLQURL: dlqURL, Inbox: in, DeadLetters: dl,
+		WaitTime: time.Second, Lease: 2 * time.Second, RetryDelay: time.Second, Logger: slog.New(slog.DiscardHandler),
+		Subscriptions: []engine.Subscription{{Name: "shopify_mirror", Pattern: "com.payment_completed", Lane: engine.Durable,
+			Handler: func(context.Context, engine.Envelope) error {
+				if broken.Load() {
+					return errors.New("shopify 500")
+				}
+				oks.Add(1)
+				return nil
+			}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+
+	sent := time.Now()
+	tenant := "t" + strings.ToLower(sent.Format("150405.000000"))
+	tenant = strings.ReplaceAll(tenant, ".", "")
+	env := enginetest.Envelope(t, tenant, "com.payment_completed", 1, nil)
+	_, err = sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(qURL), MessageBody: aws.String(enginetest.Body(t, env)),
+		MessageGroupId: aws.String(tenant), MessageDeduplicationId: aws.String(env.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() inbox.Status {
+		r, _, err := in.Get(ctx, env.ID, "shopify_mirror")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	waitFor(t, "the event to die after maxReceiveCount receives", func() bool {
+		return status() == inbox.Dead && enginetest.Depth(ctx, t, sq, dlqURL) == 1
+	})
+	broken.Store(false)
+
+	cmd := exec.CommandContext(ctx, bin, "redrive", "--all")
+	cmd.Env = append(os.Environ(), resources.StackEnv+"="+names.Stack)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bowline redrive --all: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	if want := "moved " + env.ID; !strings.Contains(stdout.String(), want) || !strings.Contains(stdout.String(), "released: shopify_mirror") {
+		t.Errorf("bowline redrive --all printed %q; want a line with %q and the released subscription", stdout.String(), want)
+	}
+	waitFor(t, "the replay to complete", func() bool { return status() == inbox.Completed })
+	if since := time.Since(sent); since >= 5*time.Minute {
+		t.Fatalf("took %v; must replay inside the five-minute dedup window", since)
+	}
+	if n := oks.Load(); n != 1 {
+		t.Errorf("successful runs = %d; want 1", n)
+	}
+	if n := enginetest.Depth(ctx, t, sq, dlqURL); n != 0 {
+		t.Errorf("DLQ depth = %d; want 0", n)
+	}
+	// Usage errors name the problem and exit 2.
+	bad := exec.CommandContext(ctx, bin, "redrive")
+	bad.Env = cmd.Env
+	out, err := bad.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "--all") {
+		t.Errorf("bowline redrive (no selection) = %v, %q; want exit 2 naming --all", err, out)
+	}
+}
+
+func url(ctx context.Context, t *testing.T, sq *sqs.Client, name string) string {
+	t.Helper()
+	out, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatalf("queue %s: %v", name, err)
+	}
+	return *out.QueueUrl
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
