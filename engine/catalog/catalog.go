@@ -14,6 +14,9 @@ const (
 	ProducerAPI = "api"
 	// ProducerAppStream is the record-change relay from the app table stream.
 	ProducerAppStream = "app-stream"
+	// ProducerSubscribers is the cloud subscribers run by the worker
+	// (record_intake emits pet.appetite_dropped).
+	ProducerSubscribers = "subscribers"
 )
 
 // Entities whose app-table rows produce row.<entity>.<op> events.
@@ -31,11 +34,13 @@ func Bowline() engine.Catalog {
 			{Name: "bowl.telemetry_dropped", Fields: []string{"from_seq", "to_seq", "count", "from", "to", "reason"}, Description: "the gateway dropped unsent telemetry (disk cap or TTL)"},
 			{Name: "bowl.data_gap", Fields: []string{"thing", "lane", "from_seq", "to_seq", "missing_since"}, Description: "a range of a thing's sequence numbers never arrived within the grace period"},
 			{Name: "com.order_created", Fields: []string{"order_id", "customer_id", "pet_id", "items", "amount_cents"}, Description: "an order was placed"},
-			{Name: "com.payment_completed", Fields: []string{"order_id", "payment_id", "amount_cents"}, Description: "an order was paid"},
+			{Name: "com.payment_completed", Fields: []string{"order_id", "payment_id", "amount_cents", "customer_id", "pet_id", "items"}, Description: "an order was paid"},
+			{Name: "pet.appetite_dropped", Fields: []string{"pet_tag", "day", "grams", "average_g", "days"}, Description: "a pet ate under half its 7-day average in a day"},
 		},
 		Producers: []engine.Producer{
 			{Name: ProducerIngest, Emits: []string{"bowl.meal_finished", "bowl.refilled", "bowl.food_low", "bowl.empty", "bowl.device_fault", "bowl.telemetry_dropped", "bowl.data_gap"}},
 			{Name: ProducerAPI, Emits: []string{"com.order_created", "com.payment_completed"}},
+			{Name: ProducerSubscribers, Emits: []string{"pet.appetite_dropped"}},
 		},
 		Subscriptions: []engine.Subscription{
 			{Name: "shopify_mirror", Pattern: "com.payment_completed", Lane: engine.Durable},
@@ -43,9 +48,15 @@ func Bowline() engine.Catalog {
 			{Name: "notify_buyer", Pattern: "com.payment_completed", Lane: engine.Durable},
 			{Name: "mark_tag_ordered", Pattern: "com.payment_completed", Lane: engine.Durable},
 			{Name: "record_intake", Pattern: "bowl.meal_finished", Lane: engine.Durable},
-			{Name: "notify_owner", Pattern: "bowl.*", Lane: engine.Durable},
+			// notify_owner is one handler on three types; a subscription has
+			// one glob, so it is declared once per type (inbox keys differ by
+			// name, and each event matches exactly one of them).
+			{Name: "notify_owner", Pattern: "bowl.food_low", Lane: engine.Durable},
+			{Name: "notify_owner_empty", Pattern: "bowl.empty", Lane: engine.Durable},
+			{Name: "notify_owner_appetite", Pattern: "pet.appetite_dropped", Lane: engine.Durable},
+			{Name: "notify_support", Pattern: "bowl.device_fault", Lane: engine.Durable},
 			{Name: "device_changes", Pattern: "row.device.*", Lane: engine.BestEffort},
-			{Name: "contact_changes", Pattern: "row.contact.*", Lane: engine.BestEffort},
+			{Name: "contact_changes", Pattern: "row.contact.modify", Lane: engine.BestEffort},
 		},
 	}
 	var rows []string
