@@ -47,10 +47,12 @@ type PropertySpec struct {
 // json, tag, date-time, ref (a StructSpec, by Ref id), array or map (of
 // Element), or union (of Types).
 type TypeSpec struct {
-	Kind      string     `json:"type"`
-	Reference *struct{ ID string `json:"$ref"` } `json:"reference"`
-	Element   *TypeSpec  `json:"element"`
-	Types     []TypeSpec `json:"types"`
+	Kind      string `json:"type"`
+	Reference *struct {
+		ID string `json:"$ref"`
+	} `json:"reference"`
+	Element *TypeSpec  `json:"element"`
+	Types   []TypeSpec `json:"types"`
 }
 
 // Struct returns the property type a ref TypeSpec points to.

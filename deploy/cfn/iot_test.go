@@ -1,0 +1,103 @@
+package cfn
+
+import (
+	"testing"
+)
+
+const iotARN = "arn:aws:iot:eu-west-1:123456789012:"
+
+func iotPolicy(t *testing.T, logical string) *IoTPolicy {
+	t.Helper()
+	tpl := stackTemplate(t)
+	r, ok := tpl.Resources[logical]
+	if !ok || r.Type != "AWS::IoT::Policy" {
+		t.Fatalf("%s is not an AWS::IoT::Policy of the template", logical)
+	}
+	p, err := NewIoTPolicy(r.Properties["PolicyDocument"], stackEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestGatewayPolicyConfinesThing evaluates the gateway policy, with its
+// policy variables, for a gateway "bowl-1" of tenant "t1" against sample
+// operations: it may connect only as itself, publish only to its own
+// dt/bowline/t1/bowl-1/{telemetry,events,status} (retained only on status)
+// and listen only to its own cmd/ topics.
+func TestGatewayPolicyConfinesThing(t *testing.T) {
+	p := iotPolicy(t, "GatewayIotPolicy")
+	bowl1 := IoTConnection{ClientID: "bowl-1", ThingName: "bowl-1", Attached: true, Attributes: map[string]string{"tenant": "t1"}}
+	for _, tc := range []struct {
+		conn   IoTConnection
+		action string
+		res    string
+		want   bool
+	}{
+		{bowl1, "iot:Connect", "client/bowl-1", true},
+		{bowl1, "iot:Connect", "client/bowl-2", false},
+		{IoTConnection{ClientID: "bowl-1", ThingName: "bowl-1", Attributes: map[string]string{"tenant": "t1"}}, "iot:Connect", "client/bowl-1", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/telemetry", true},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/events", true},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/status", true},
+		{bowl1, "iot:RetainPublish", "topic/dt/bowline/t1/bowl-1/status", true},
+		{bowl1, "iot:RetainPublish", "topic/dt/bowline/t1/bowl-1/events", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t2/bowl-1/telemetry", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-2/telemetry", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/other", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/telemetry/extra", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/+/+/telemetry", false},
+		{bowl1, "iot:Publish", "topic/cmd/bowline/t1/bowl-1/feed", false},
+		{bowl1, "iot:Publish", "topic/$aws/things/bowl-1/shadow/update", false},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/feed", true},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/+", true},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/#", false},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-2/feed", false},
+		{bowl1, "iot:Subscribe", "topicfilter/dt/bowline/t1/bowl-2/events", false},
+		{bowl1, "iot:Subscribe", "topicfilter/#", false},
+		{bowl1, "iot:Receive", "topic/cmd/bowline/t1/bowl-1/feed", true},
+		{bowl1, "iot:Receive", "topic/cmd/bowline/t2/bowl-1/feed", false},
+		{bowl1, "iot:Receive", "topic/dt/bowline/t1/bowl-2/events", false},
+		// No tenant attribute: no data topic at all.
+		{IoTConnection{ClientID: "bowl-3", ThingName: "bowl-3", Attached: true}, "iot:Publish", "topic/dt/bowline/t1/bowl-3/telemetry", false},
+		// Certificate not attached to the thing: thing variables stay unresolved.
+		{IoTConnection{ClientID: "bowl-1", ThingName: "bowl-1", Attributes: map[string]string{"tenant": "t1"}}, "iot:Publish", "topic/dt/bowline/t1/bowl-1/telemetry", false},
+	} {
+		got, err := p.Allowed(tc.conn, IoTRequest{Action: tc.action, Resource: iotARN + tc.res})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.action, tc.res, err)
+		}
+		if got != tc.want {
+			t.Errorf("thing %q tenant %q: %s %s allowed = %v; want %v", tc.conn.ThingName, tc.conn.Attributes["tenant"], tc.action, tc.res, got, tc.want)
+		}
+	}
+}
+
+// TestIngestPolicyPublishesNothing: the ingest service's certificate may read
+// every gateway's data topics but publish nowhere.
+func TestIngestPolicyPublishesNothing(t *testing.T) {
+	p := iotPolicy(t, "IngestIotPolicy")
+	ingest := IoTConnection{ClientID: "prod-bowline-ingest-1"}
+	for _, tc := range []struct {
+		action, res string
+		want        bool
+	}{
+		{"iot:Connect", "client/prod-bowline-ingest-1", true},
+		{"iot:Connect", "client/bowl-1", false},
+		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/events", true},
+		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/telemetry", true},
+		{"iot:Subscribe", "topicfilter/cmd/bowline/+/+/feed", false},
+		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/events", true},
+		{"iot:Publish", "topic/dt/bowline/t1/bowl-1/events", false},
+		{"iot:Publish", "topic/cmd/bowline/t1/bowl-1/feed", false},
+	} {
+		got, err := p.Allowed(ingest, IoTRequest{Action: tc.action, Resource: iotARN + tc.res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("ingest %s %s allowed = %v; want %v", tc.action, tc.res, got, tc.want)
+		}
+	}
+}
