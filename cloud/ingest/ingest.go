@@ -44,6 +44,8 @@ type Ingester struct {
 	producer  *Producer
 	ran       bool
 	runningMu sync.Mutex
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 type cachedDevice struct {
@@ -57,7 +59,7 @@ func New(cfg Config) (*Ingester, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, kin: cfg.Kinesis, emitter: cfg.Emitter, cache: make(map[string]cachedDevice)}
+	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, kin: cfg.Kinesis, emitter: cfg.Emitter, cache: make(map[string]cachedDevice), ready: make(chan struct{})}
 	if in.db == nil {
 		in.db = dynamodb.NewFromConfig(cfg.AWS, awsenv.DynamoDBOptions)
 	}
@@ -81,6 +83,10 @@ func New(cfg Config) (*Ingester, error) {
 	in.gaps = newGapTracker(in.db, cfg.Names.AppTable(), cfg.GapGrace, cfg.Now, in.log, in.raiseGap)
 	return in, nil
 }
+
+// Ready is closed once Run has subscribed for the first time: from then on
+// the broker holds every matching message for this ingest group.
+func (in *Ingester) Ready() <-chan struct{} { return in.ready }
 
 // Config returns the validated configuration, defaults filled in.
 func (in *Ingester) Config() Config { return in.cfg }

@@ -121,11 +121,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) Received(kind string)                { m.received.WithLabelValues(kind).Inc() }
-func (m *Metrics) Rejected(kind string, reason Reason) { m.rejected.WithLabelValues(kind, string(reason)).Inc() }
-func (m *Metrics) Emitted(typ string)                  { m.emitted.WithLabelValues(typ).Inc() }
-func (m *Metrics) Duplicate(typ string)                { m.duplicates.WithLabelValues(typ).Inc() }
-func (m *Metrics) GapRaised(lane string)               { m.gaps.WithLabelValues(lane).Inc() }
+func (m *Metrics) Received(kind string) { m.received.WithLabelValues(kind).Inc() }
+func (m *Metrics) Rejected(kind string, reason Reason) {
+	m.rejected.WithLabelValues(kind, string(reason)).Inc()
+}
+func (m *Metrics) Emitted(typ string)    { m.emitted.WithLabelValues(typ).Inc() }
+func (m *Metrics) Duplicate(typ string)  { m.duplicates.WithLabelValues(typ).Inc() }
+func (m *Metrics) GapRaised(lane string) { m.gaps.WithLabelValues(lane).Inc() }
 
 func (m *Metrics) Acked(kind, _, _ string, _, _ uint64, samples int, d time.Duration) {
 	m.acked.WithLabelValues(kind).Inc()

@@ -51,6 +51,7 @@ func (in *Ingester) connect(ctx context.Context) (mqtt.Client, error) {
 			if err != nil {
 				in.log.Error("mqtt subscribe failed", "filters", Filters(in.cfg.Group), "err", err)
 			} else {
+				in.readyOnce.Do(func() { close(in.ready) })
 				in.log.Info("mqtt subscribed", "broker", in.cfg.Broker, "client_id", in.cfg.ClientID, "filters", Filters(in.cfg.Group))
 			}
 			select {

@@ -1,0 +1,335 @@
+package ingest_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/bowline-iot/bowline/cloud/devices"
+	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+)
+
+func TestMain(m *testing.M) {
+	lstest.Main(m, localstack.DynamoDB, localstack.Kinesis, localstack.MQTT)
+}
+
+// hangGuard bounds waits that should end quickly; it is not a performance
+// assertion.
+const hangGuard = 2 * time.Minute
+
+func uniq(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+type tlog struct{ t testing.TB }
+
+func (w tlog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// recorder is an Observer that keeps every ack and rejection.
+type recorder struct {
+	mu       sync.Mutex
+	acks     []ack
+	rejected map[ingest.Reason]int
+	emitted  int
+	dups     int
+	check    func(a ack) // called on every ack, before the PUBACK
+	changed  chan struct{}
+}
+
+type ack struct {
+	kind, tenant, thing string
+	seq, last           uint64
+}
+
+func newRecorder() *recorder {
+	return &recorder{rejected: map[ingest.Reason]int{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *recorder) poke() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+func (r *recorder) Received(string) {}
+func (r *recorder) Rejected(_ string, reason ingest.Reason) {
+	r.mu.Lock()
+	r.rejected[reason]++
+	r.mu.Unlock()
+	r.poke()
+}
+func (r *recorder) Emitted(string)   { r.mu.Lock(); r.emitted++; r.mu.Unlock(); r.poke() }
+func (r *recorder) Duplicate(string) { r.mu.Lock(); r.dups++; r.mu.Unlock(); r.poke() }
+func (r *recorder) GapRaised(string) { r.poke() }
+func (r *recorder) Acked(kind, tenant, thing string, seq, last uint64, _ int, _ time.Duration) {
+	a := ack{kind, tenant, thing, seq, last}
+	if r.check != nil {
+		r.check(a)
+	}
+	r.mu.Lock()
+	r.acks = append(r.acks, a)
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *recorder) ackCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acks)
+}
+
+// waitFor polls cond on every observation (and every 100 ms) until it holds;
+// the deadline only guards against hangs.
+func waitFor(t *testing.T, r *recorder, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %s", what, hangGuard)
+		}
+		select {
+		case <-r.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+type env struct {
+	cfg      aws.Config
+	ddb      *dynamodb.Client
+	kin      *kinesis.Client
+	registry *devices.Registry
+	letters  *deadletter.Store
+	stack    *localstack.Stack
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	stack := lstest.Stack(t)
+	cfg := lstest.AWSConfig(t)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	reg, err := devices.New(ddb, lstest.Names(t).AppTable(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := deadletter.New(ddb, lstest.Names(t).DeadLettersTable(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{cfg: cfg, ddb: ddb, kin: kinesis.NewFromConfig(cfg), registry: reg, letters: dl, stack: stack}
+}
+
+func (e env) register(t *testing.T, thing, tenant string) {
+	t.Helper()
+	if _, err := e.registry.Register(context.Background(), thing, tenant); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startIngest runs an ingester until the test ends and waits until it has
+// subscribed.
+func (e env) startIngest(t *testing.T, obs ingest.Observer, tweak func(*ingest.Config)) *ingest.Ingester {
+	t.Helper()
+	cfg := ingest.Config{
+		Broker:   e.stack.MQTTAddr,
+		ClientID: uniq("ingest"),
+		Group:    uniq("g"),
+		Names:    lstest.Names(t),
+		AWS:      e.cfg,
+		Logger:   testLogger(t),
+		Observer: obs,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	in, err := ingest.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v; want nil after cancel", err)
+		}
+	})
+	select {
+	case <-in.Ready():
+	case err := <-done:
+		t.Fatalf("Run() = %v before subscribing", err)
+	case <-time.After(hangGuard):
+		t.Fatal("ingest never subscribed")
+	}
+	return in
+}
+
+// publisher connects a QoS 1 MQTT publisher.
+func (e env) publisher(t *testing.T) mqtt.Client {
+	t.Helper()
+	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(e.stack.MQTTAddr).SetClientID(uniq("pub")).SetCleanSession(true))
+	if tok := c.Connect(); !tok.WaitTimeout(hangGuard) || tok.Error() != nil {
+		t.Fatalf("publisher connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { c.Disconnect(100) })
+	return c
+}
+
+func publish(t *testing.T, c mqtt.Client, topic string, payload any) {
+	t.Helper()
+	var body []byte
+	switch p := payload.(type) {
+	case []byte:
+		body = p
+	case string:
+		body = []byte(p)
+	default:
+		var err error
+		if body, err = json.Marshal(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok := c.Publish(topic, 1, false, body)
+	if !tok.WaitTimeout(hangGuard) || tok.Error() != nil {
+		t.Fatalf("publish %s: %v", topic, tok.Error())
+	}
+}
+
+// events returns the tenant's emitted events, in chain order.
+func (e env) events(t *testing.T, tenant string) []engine.Envelope {
+	t.Helper()
+	var envs []engine.Envelope
+	p := dynamodb.NewQueryPaginator(e.ddb, &dynamodb.QueryInput{
+		TableName:                 aws.String(lstest.Names(t).EventsTable()),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: engine.EventPK(tenant)}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range out.Items {
+			env, err := engine.DecodeItem(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs = append(envs, env)
+		}
+	}
+	return envs
+}
+
+// kinesisRecord is the record ingest writes (the package's telemetryRecord).
+type kinesisRecord struct {
+	Tenant     string    `json:"tenant"`
+	Thing      string    `json:"thing"`
+	Seq        uint64    `json:"seq"`
+	LastSeq    uint64    `json:"last_seq"`
+	ReceivedAt time.Time `json:"received_at"`
+	Samples    []struct {
+		Kind  string  `json:"kind"`
+		Value float64 `json:"value"`
+	} `json:"samples"`
+}
+
+// streamSamples reads the whole telemetry stream and returns how often each
+// sample seq of thing appears, and the tenant of each record.
+func (e env) streamSamples(t *testing.T, stream, thing string) (map[uint64]int, map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := e.kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]int{}
+	tenants := map[string]bool{}
+	for _, sh := range shards.Shards {
+		it, err := e.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(stream), ShardId: sh.ShardId, ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		iter := it.ShardIterator
+		for iter != nil {
+			out, err := e.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(10000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range out.Records {
+				var kr kinesisRecord
+				if err := json.Unmarshal(r.Data, &kr); err != nil {
+					t.Fatalf("kinesis record %s: %v", aws.ToString(r.SequenceNumber), err)
+				}
+				if kr.Thing != thing {
+					continue
+				}
+				if aws.ToString(r.PartitionKey) != thing {
+					t.Errorf("record of %s has partition key %q; want the thing", thing, aws.ToString(r.PartitionKey))
+				}
+				if kr.ReceivedAt.IsZero() {
+					t.Errorf("record %s seq %d has no received_at", thing, kr.Seq)
+				}
+				tenants[kr.Tenant] = true
+				if int(kr.LastSeq-kr.Seq)+1 != len(kr.Samples) {
+					t.Errorf("record %s seq %d..%d holds %d samples", thing, kr.Seq, kr.LastSeq, len(kr.Samples))
+				}
+				for i := range kr.Samples {
+					seen[kr.Seq+uint64(i)]++
+				}
+			}
+			if len(out.Records) == 0 || aws.ToInt64(out.MillisBehindLatest) == 0 {
+				break
+			}
+			iter = out.NextShardIterator
+		}
+	}
+	return seen, tenants
+}
+
+func telemetry(thing string, seq uint64, n int, at time.Time) map[string]any {
+	samples := make([]map[string]any, n)
+	for i := range samples {
+		samples[i] = map[string]any{"t": at.Add(time.Duration(i) * time.Second).UTC().Format(time.RFC3339Nano), "kind": "weight_g", "value": 400 + float64(i)}
+	}
+	return map[string]any{"v": 1, "thing": thing, "seq": seq, "samples": samples}
+}
+
+func event(thing string, seq uint64, id, typ string, data any) map[string]any {
+	return map[string]any{"v": 1, "thing": thing, "seq": seq, "id": id, "type": typ, "at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano), "data": data}
+}
+
+func topic(tenant, thing, kind string) string {
+	return fmt.Sprintf("dt/bowline/%s/%s/%s", tenant, thing, kind)
+}
