@@ -13,7 +13,7 @@ func main() {
 		Commands: []cli.Command{
 			{Name: "dev", Summary: "run the whole system locally (emulators, provisioning, services)", Run: runDev},
 			{Name: "provision", Summary: "create every table, stream and queue, idempotently", Run: runProvision},
-			{Name: "ingest", Summary: "MQTT -> Kinesis (telemetry) and Emit (bowl events)", Run: cli.Stub},
+			{Name: "ingest", Summary: "MQTT -> Kinesis (telemetry) and Emit (bowl events)", Run: runIngest},
 			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: runRelay},
 			{Name: "worker", Summary: "run DURABLE subscriptions from the events queue", Run: runWorker},
 			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile", Run: runAPI},
@@ -22,7 +22,7 @@ func main() {
 			{Name: "dead-letters", Summary: "list dead letters", Run: runDeadLetters},
 			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: runRedrive},
 			{Name: "catalog", Summary: "print the event catalog, or check the contract", Run: runCatalog},
-			{Name: "devices", Summary: "manage the device registry (devices register)", Run: cli.Stub},
+			{Name: "devices", Summary: "manage the device registry (devices register)", Run: runDevices},
 		},
 	}.Main()
 }
