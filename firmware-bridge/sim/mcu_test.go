@@ -75,7 +75,7 @@ func (g *gateway) send(b frame.Body) {
 func temp(c int16) frame.Body { return frame.Temperature{CentiCelsius: c} }
 
 func TestMCUHelloCarriesOldestUnacked(t *testing.T) {
-	m, g := startMCU(t, MCUConfig{DeviceID: "b1", FirstSeq: 100, RetransmitTimeout: -0})
+	m, g := startMCU(t, MCUConfig{DeviceID: "b1", FirstSeq: 100, RetransmitTimeout: time.Hour})
 	if f := g.next(false); f.Type() != frame.TypeHello || f.Seq != 100 {
 		t.Fatalf("first frame = %s seq %d; want hello seq 100", f.Type(), f.Seq)
 	}
