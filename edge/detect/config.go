@@ -33,6 +33,13 @@ type Config struct {
 	// HysteresisG re-arms food-low and empty above threshold+hysteresis.
 	// Default 10 g.
 	HysteresisG float64
+	// ActivityWindow is the span of raw samples whose spread tells a pet
+	// or a hand at the bowl from a still bowl. Default 1.5s.
+	ActivityWindow time.Duration
+	// ActivityG is the robust spread (1.4826 x median absolute deviation)
+	// above which the bowl counts as touched; set it above the load cell's
+	// own noise. Default 0.9 g.
+	ActivityG float64
 }
 
 func (c *Config) setDefaults() {
@@ -51,6 +58,10 @@ func (c *Config) setDefaults() {
 	def(&c.FoodLowG, 40)
 	def(&c.EmptyG, 5)
 	def(&c.HysteresisG, 10)
+	def(&c.ActivityG, 0.9)
+	if c.ActivityWindow == 0 {
+		c.ActivityWindow = 1500 * time.Millisecond
+	}
 	if c.Settle == 0 {
 		c.Settle = 6 * time.Second
 	}
@@ -68,8 +79,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("detect config: depart_g, stable_g, meal_min_g, refill_min_g: must not be negative")
 	case c.EmptyG < 0 || c.FoodLowG < 0 || (c.FoodLowG > 0 && c.EmptyG > c.FoodLowG):
 		return fmt.Errorf("detect config: empty_g %g, food_low_g %g: want 0 <= empty_g <= food_low_g", c.EmptyG, c.FoodLowG)
-	case c.Settle < 0 || c.TagQuiet < 0:
-		return fmt.Errorf("detect config: settle, tag_quiet: must not be negative")
+	case c.Settle < 0 || c.TagQuiet < 0 || c.ActivityWindow < 0 || c.ActivityG < 0:
+		return fmt.Errorf("detect config: settle, tag_quiet, activity_window, activity_g: must not be negative")
 	}
 	return nil
 }

@@ -19,6 +19,14 @@ type Detector struct {
 // (Snapshot) so a restart continues exactly where the last commit left off.
 type state struct {
 	Med []float64 `json:"med"`
+	// Raw samples of the last ActivityWindow, for the activity measure.
+	Raw     []float64 `json:"raw"`
+	RawT    []int64   `json:"raw_t"`
+	Touched time.Time `json:"touched"` // last sample with activity
+	// ActEval is when the activity measure was last computed; Active its
+	// result (it is computed at most every ActivityWindow/15).
+	ActEval time.Time `json:"act_eval"`
+	Active  bool      `json:"active"`
 
 	HasLevel   bool    `json:"has_level"`
 	Level      float64 `json:"level"`
@@ -66,6 +74,8 @@ func (d *Detector) Restore(b []byte) error {
 func (d *Detector) Clone() *Detector {
 	c := &Detector{cfg: d.cfg, st: d.st}
 	c.st.Med = slices.Clone(d.st.Med)
+	c.st.Raw = slices.Clone(d.st.Raw)
+	c.st.RawT = slices.Clone(d.st.RawT)
 	if d.st.Tags != nil {
 		c.st.Tags = make(map[string]int, len(d.st.Tags))
 		for k, v := range d.st.Tags {
@@ -90,7 +100,10 @@ func (d *Detector) Weight(ref Ref, at time.Time, grams float64) []Event {
 		st.Sum += f
 		st.N++
 	}
-	settled := at.Sub(st.SettleStart) >= d.cfg.Settle
+	if d.active(at, grams) {
+		st.Touched = at
+	}
+	settled := at.Sub(st.SettleStart) >= d.cfg.Settle && at.Sub(st.Touched) >= d.cfg.Settle
 	mean := st.Sum / float64(st.N)
 	var out []Event
 	switch {
@@ -100,7 +113,7 @@ func (d *Detector) Weight(ref Ref, at time.Time, grams float64) []Event {
 			out = d.thresholds(out, ref, at)
 		}
 	case !st.InEp:
-		if math.Abs(f-st.Level) > d.cfg.DepartG {
+		if math.Abs(f-st.Level) > d.cfg.DepartG || st.Touched.Equal(at) {
 			d.startEpisode(ref, at)
 		} else if settled {
 			st.Level = mean // follow slow drift (temperature, evaporation)
@@ -180,6 +193,38 @@ func (d *Detector) thresholds(out []Event, ref Ref, at time.Time) []Event {
 		out = append(out, Event{Type: TypeEmpty, ID: "empty-" + ref.String(), At: at, Data: &EmptyData{LevelG: round1(max(0, st.Level))}})
 	}
 	return out
+}
+
+// active reports whether the raw samples of the last ActivityWindow
+// spread more than ActivityG (robustly: single-sample spikes do not count).
+func (d *Detector) active(at time.Time, x float64) bool {
+	st := &d.st
+	st.Raw = append(st.Raw, x)
+	st.RawT = append(st.RawT, at.UnixNano())
+	cut := at.Add(-d.cfg.ActivityWindow).UnixNano()
+	i := 0
+	for i < len(st.RawT)-1 && st.RawT[i] < cut {
+		i++
+	}
+	if i > 0 {
+		st.Raw, st.RawT = slices.Delete(st.Raw, 0, i), slices.Delete(st.RawT, 0, i)
+	}
+	if len(st.Raw) < 5 {
+		return false
+	}
+	if at.Sub(st.ActEval) < d.cfg.ActivityWindow/15 {
+		return st.Active
+	}
+	st.ActEval = at
+	s := slices.Clone(st.Raw)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	for j := range s {
+		s[j] = math.Abs(s[j] - med)
+	}
+	slices.Sort(s)
+	st.Active = 1.4826*s[len(s)/2] > d.cfg.ActivityG
+	return st.Active
 }
 
 func (d *Detector) median(x float64) float64 {

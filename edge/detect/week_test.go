@@ -198,8 +198,8 @@ func match(typ string, det []Event, gt []truth) score {
 func TestDetectionQualityOnASimulatedWeek(t *testing.T) {
 	var total [2]score
 	types := []string{TypeMealFinished, TypeRefilled}
-	for seed := uint64(1); seed <= 3; seed++ {
-		in, gt := world(seed, 50)
+	for seed := uint64(1); seed <= 2; seed++ {
+		in, gt := world(seed, 25)
 		det := run(t, in)
 		for i, typ := range types {
 			s := match(typ, det, gt)
