@@ -1,0 +1,140 @@
+package pipeline_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/fakes"
+	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
+	"github.com/bowline-iot/bowline/internal/localstack"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+)
+
+func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
+
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// waitFor polls cond; the deadline only guards against a hang.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// calls counts a fake's calls with key, and those that succeeded.
+func calls(f *fakes.Fake, key string) (all, ok int) {
+	for _, c := range f.Calls() {
+		if c.IdempotencyKey == key {
+			all++
+			if c.Status >= 200 && c.Status < 300 {
+				ok++
+			}
+		}
+	}
+	return all, ok
+}
+
+// TestOrderAndWebhookReachEachProviderOnce is the commerce path end to
+// end: POST /v1/orders, a signed payment webhook, the relay from the events
+// stream to events.fifo, the worker with the inbox, and the fake providers.
+func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
+	ctx := context.Background()
+	token, tenant := "tok-"+randHex(8), "shop-"+randHex(4)
+	settings := api.Settings{Tokens: map[string]string{token: tenant}, WebhookSecret: "whsec-" + randHex(8)}
+	p, err := pipeline.Start(ctx, pipeline.Config{
+		AWS: lstest.AWSConfig(t), Names: lstest.Names(t), Settings: settings,
+		Logger: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatalf("pipeline.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("pipeline.Close: %v", err)
+		}
+	})
+	c := &pipeline.Client{URL: p.APIURL, Token: token, Secret: settings.WebhookSecret}
+	set := p.Fakes.Set
+	providers := map[*fakes.Fake]string{set.Shopify: "shopify_mirror", set.Shipping: "book_shipment", set.Notify: "notify_buyer"}
+
+	pay := func(name string) string {
+		t.Helper()
+		id, err := c.Order(ctx, "cust-"+name, "pet-"+name, 4999)
+		if err != nil {
+			t.Fatalf("order %s: %v", name, err)
+		}
+		ev, err := c.Pay(ctx, id, "pay_"+randHex(6), 4999)
+		if err != nil {
+			t.Fatalf("pay %s: %v", name, err)
+		}
+		return ev
+	}
+	settled := func(ev string) func() bool {
+		return func() bool {
+			for f, sub := range providers {
+				if _, ok := calls(f, ev+":"+sub); ok == 0 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+
+	// 1. The happy path: one call per subscription.
+	ev1 := pay("one")
+	waitFor(t, "every provider to see "+ev1, settled(ev1))
+
+	// 2. The carrier is down once (503): the worker retries through SQS,
+	// only book_shipment runs again, with the same key.
+	set.Shipping.FailNext(1, http.StatusServiceUnavailable)
+	ev2 := pay("two")
+	waitFor(t, "every provider to see "+ev2, settled(ev2))
+
+	// Let a late duplicate show itself before counting: the queue is
+	// drained when a fresh event is fully handled after ours.
+	ev3 := pay("three")
+	waitFor(t, "every provider to see "+ev3, settled(ev3))
+
+	for f, sub := range providers {
+		for _, ev := range []string{ev1, ev2, ev3} {
+			all, ok := calls(f, ev+":"+sub)
+			wantAll := 1
+			if ev == ev2 && f == set.Shipping {
+				wantAll = 2
+			}
+			if ok != 1 || all != wantAll {
+				t.Errorf("%s calls for %s:%s = %d (%d succeeded); want %d (1 succeeded)", f.Kind(), ev, sub, all, ok, wantAll)
+			}
+		}
+	}
+	for _, f := range set.All() {
+		for _, call := range f.Calls() {
+			if !strings.Contains(call.IdempotencyKey, ":") {
+				t.Errorf("%s call without an event:subscription key: %q", f.Kind(), call.IdempotencyKey)
+			}
+		}
+	}
+}
