@@ -40,7 +40,8 @@ func (nopObserver) Acked(string, string, string, uint64, uint64, int, time.Durat
 // multiObserver fans out to several observers.
 type multiObserver []Observer
 
-// Observers returns an Observer that tells each of obs in turn.
+// Observers returns an Observer that tells each of obs in turn; it is also a
+// ProducerObserver for those of obs that are.
 func Observers(obs ...Observer) Observer { return multiObserver(obs) }
 
 func (m multiObserver) Received(k string) {
@@ -151,3 +152,21 @@ func (m *Metrics) PutRecords(records, _, failed int, err error, took time.Durati
 }
 
 func (m *Metrics) RecordRetried(code string) { m.retried.WithLabelValues(code).Inc() }
+
+// PutRecords forwards to the observers that are also ProducerObservers.
+func (m multiObserver) PutRecords(records, bytes, failed int, err error, took time.Duration) {
+	for _, o := range m {
+		if po, ok := o.(ProducerObserver); ok {
+			po.PutRecords(records, bytes, failed, err, took)
+		}
+	}
+}
+
+// RecordRetried forwards to the observers that are also ProducerObservers.
+func (m multiObserver) RecordRetried(code string) {
+	for _, o := range m {
+		if po, ok := o.(ProducerObserver); ok {
+			po.RecordRetried(code)
+		}
+	}
+}
