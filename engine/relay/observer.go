@@ -22,9 +22,6 @@ type Observer interface {
 	SendError()
 	// Lag reports the age of the newest record forwarded.
 	Lag(d time.Duration)
-	// SQSCall and DynamoCall count API calls, for cost per event.
-	SQSCall(op string)
-	DynamoCall(op string)
 }
 
 type nopObserver struct{}
@@ -35,14 +32,11 @@ func (nopObserver) TransformFailed()  {}
 func (nopObserver) Rejected()         {}
 func (nopObserver) SendError()        {}
 func (nopObserver) Lag(time.Duration) {}
-func (nopObserver) SQSCall(string)    {}
-func (nopObserver) DynamoCall(string) {}
 
 // Metrics is an Observer that exports Prometheus metrics labelled by pipe.
 type Metrics struct {
 	forwarded, filtered, transformFailed, rejected, sendErrors *prometheus.CounterVec
 	lag                                                        *prometheus.GaugeVec
-	calls                                                      *prometheus.CounterVec
 }
 
 // NewMetrics registers the relay's metrics with reg.
@@ -54,9 +48,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rejected:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_rejected_total", Help: "Messages SQS refused as the sender's fault."}, []string{"pipe"}),
 		sendErrors:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_send_errors_total", Help: "Failed send attempts, retried."}, []string{"pipe"}),
 		lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bowline_relay_lag_seconds", Help: "Age of the newest stream record forwarded."}, []string{"pipe"}),
-		calls:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_api_calls_total", Help: "AWS API calls by service and operation."}, []string{"pipe", "service", "op"}),
 	}
-	reg.MustRegister(m.forwarded, m.filtered, m.transformFailed, m.rejected, m.sendErrors, m.lag, m.calls)
+	reg.MustRegister(m.forwarded, m.filtered, m.transformFailed, m.rejected, m.sendErrors, m.lag)
 	return m
 }
 
@@ -74,7 +67,3 @@ func (p pipeMetrics) TransformFailed()    { p.m.transformFailed.WithLabelValues(
 func (p pipeMetrics) Rejected()           { p.m.rejected.WithLabelValues(p.pipe).Inc() }
 func (p pipeMetrics) SendError()          { p.m.sendErrors.WithLabelValues(p.pipe).Inc() }
 func (p pipeMetrics) Lag(d time.Duration) { p.m.lag.WithLabelValues(p.pipe).Set(d.Seconds()) }
-func (p pipeMetrics) SQSCall(op string)   { p.m.calls.WithLabelValues(p.pipe, "sqs", op).Inc() }
-func (p pipeMetrics) DynamoCall(op string) {
-	p.m.calls.WithLabelValues(p.pipe, "dynamodb", op).Inc()
-}

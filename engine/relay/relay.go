@@ -118,7 +118,6 @@ func (r *Relay) StreamARN(ctx context.Context) (string, error) {
 	if r.cfg.StreamARN != "" {
 		return r.cfg.StreamARN, nil
 	}
-	r.obs.DynamoCall("DescribeTable")
 	out, err := r.cfg.Tables.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(r.cfg.Table)})
 	if err != nil {
 		return "", fmt.Errorf("describe table %s: %w", r.cfg.Table, err)
@@ -200,7 +199,6 @@ func (r *Relay) listShards(ctx context.Context, arn string) ([]streamtypes.Shard
 	var shards []streamtypes.Shard
 	var start *string
 	for {
-		r.obs.DynamoCall("DescribeStream")
 		out, err := r.cfg.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn), ExclusiveStartShardId: start})
 		if err != nil {
 			return shards, fmt.Errorf("describe stream %s: %w", arn, err)
@@ -220,7 +218,6 @@ func (r *Relay) listShards(ctx context.Context, arn string) ([]streamtypes.Shard
 // until ctx ends.
 func (r *Relay) readShard(ctx context.Context, shard string) error {
 	log := r.log.With("shard", shard)
-	r.obs.DynamoCall("GetItem")
 	cp, err := r.cps.load(ctx, shard)
 	if err != nil {
 		return err
@@ -236,7 +233,6 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 		if iter == "" {
 			break
 		}
-		r.obs.DynamoCall("GetRecords")
 		out, err := r.cfg.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iter), Limit: aws.Int32(1000)})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -291,7 +287,6 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 // lost checkpoint only means resending, but giving up would stall.
 func (r *Relay) saveCheckpoint(ctx context.Context, shard string, cp checkpoint) error {
 	for attempt := 0; ; attempt++ {
-		r.obs.DynamoCall("PutItem")
 		err := r.cps.save(ctx, shard, cp)
 		if err == nil {
 			return nil
@@ -315,7 +310,6 @@ func (r *Relay) iterator(ctx context.Context, shard, seq string) (string, error)
 			in.ShardIteratorType = streamtypes.ShardIteratorTypeAfterSequenceNumber
 			in.SequenceNumber = aws.String(seq)
 		}
-		r.obs.DynamoCall("GetShardIterator")
 		out, err := r.cfg.Streams.GetShardIterator(ctx, in)
 		if err == nil {
 			return aws.ToString(out.ShardIterator), nil

@@ -50,7 +50,6 @@ func (r *Relay) sendBatch(ctx context.Context, batch []Message) error {
 				entries[i].MessageDeduplicationId = aws.String(m.DedupID)
 			}
 		}
-		r.obs.SQSCall("SendMessageBatch")
 		out, err := r.cfg.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.cfg.QueueURL), Entries: entries})
 		if err != nil {
 			if ctx.Err() != nil {

@@ -1,8 +1,9 @@
 // Package worker is the durable consumer: it long-polls the events FIFO
 // queue, turns each message body (an event row's NewImage in DynamoDB
 // JSON) back into an engine.Envelope and runs every matching DURABLE
-// subscription through the inbox, inside the event's tenant context, in
-// order within a message group.
+// subscription through the inbox, inside the event's tenant context. Events
+// of one message group (one tenant) are handled strictly in order; the
+// subscriptions of one event run concurrently, each with its own inbox row.
 //
 // For each (event, subscription) the worker claims the inbox row, runs the
 // handler with a heartbeat that extends both the lease and the message's

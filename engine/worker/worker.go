@@ -158,8 +158,14 @@ type outcome int
 const (
 	outDone    outcome = iota // completed, now or before
 	outDead                   // dead, now or before
-	outPending                // retry later: failed, held elsewhere, lease lost, or an infrastructure error
+	outPending                // retry later: the handler failed, or another worker holds the claim
+	outInfra                  // retry soon: a claim or state write failed
 )
+
+// infraRetry is the visibility after an infrastructure failure (a claim or
+// inbox write that failed), so a transient fault costs a second, not the
+// queue's whole visibility timeout.
+const infraRetry = time.Second
 
 // handleMessage processes one message and reports whether it is finished
 // (deleted).
@@ -180,16 +186,30 @@ func (w *Worker) handleMessage(ctx context.Context, m sqstypes.Message) bool {
 		}
 		return w.delete(ctx, m, log)
 	}
-	pending, dead := false, false
-	for _, sub := range subs {
-		switch w.runSubscription(ctx, m, env, sub, receives, log.With("subscription", sub.Name)) {
+	// An event's subscriptions are independent (each has its own inbox
+	// row), so they run concurrently; order holds between events of a group.
+	outcomes := make([]outcome, len(subs))
+	var wg sync.WaitGroup
+	for i, sub := range subs {
+		wg.Go(func() { outcomes[i] = w.runSubscription(ctx, m, env, sub, receives, log.With("subscription", sub.Name)) })
+	}
+	wg.Wait()
+	pending, infra, dead := false, false, false
+	for _, o := range outcomes {
+		switch o {
 		case outPending:
 			pending = true
+		case outInfra:
+			infra = true
 		case outDead:
 			dead = true
 		}
 	}
-	if pending {
+	switch {
+	case infra:
+		w.setVisibility(ctx, m, max(infraRetry, w.cfg.RetryDelay))
+		return false
+	case pending:
 		if w.cfg.RetryDelay > 0 {
 			w.setVisibility(ctx, m, w.cfg.RetryDelay)
 		}
@@ -217,7 +237,7 @@ func (w *Worker) runSubscription(ctx context.Context, m sqstypes.Message, env en
 	case err != nil:
 		w.obs.Claim(sub.Name, ClaimError)
 		log.Warn("claim failed; leaving the message", "err", err)
-		return outPending
+		return outInfra
 	}
 	w.obs.Claim(sub.Name, ClaimTaken)
 	start := time.Now()
