@@ -191,7 +191,9 @@ func (w *Worker) handleMessage(ctx context.Context, m sqstypes.Message) bool {
 	outcomes := make([]outcome, len(subs))
 	var wg sync.WaitGroup
 	for i, sub := range subs {
-		wg.Go(func() { outcomes[i] = w.runSubscription(ctx, m, env, sub, receives, log.With("subscription", sub.Name)) })
+		wg.Go(func() {
+			outcomes[i] = w.runSubscription(ctx, m, env, sub, receives, log.With("subscription", sub.Name))
+		})
 	}
 	wg.Wait()
 	pending, infra, dead := false, false, false
