@@ -24,6 +24,7 @@ func iotPolicy(t *testing.T, logical string) *IoTPolicy {
 // policy variables, for a gateway "bowl-1" of tenant "t1" against sample
 // operations: it may connect only as itself, publish only to its own
 // dt/bowline/t1/bowl-1/{telemetry,events,status} (retained only on status)
+// and to the telemetry and events of its bowls dt/bowline/t1/bowl-1:<bowl>/,
 // and listen only to its own cmd/ topics.
 func TestGatewayPolicyConfinesThing(t *testing.T) {
 	p := iotPolicy(t, "GatewayIotPolicy")
@@ -45,6 +46,13 @@ func TestGatewayPolicyConfinesThing(t *testing.T) {
 		{bowl1, "iot:Publish", "topic/dt/bowline/t2/bowl-1/telemetry", false},
 		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-2/telemetry", false},
 		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/other", false},
+		// The bowls a gateway serves: <gateway>:<bowl>, never another gateway's.
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1:kitchen/events", true},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1:kitchen/telemetry", true},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1:kitchen/status", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-10/events", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-10:kitchen/events", false},
+		{bowl1, "iot:Publish", "topic/dt/bowline/t2/bowl-1:kitchen/events", false},
 		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1/telemetry/extra", false},
 		{bowl1, "iot:Publish", "topic/dt/bowline/t1/bowl-1", false},
 		{bowl1, "iot:Publish", "topic/dt/bowline/+/+/telemetry", false},
