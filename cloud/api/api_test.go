@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,12 @@ import (
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
 
-func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(childMain())
+	}
+	lstest.Main(m, localstack.DynamoDB, localstack.SQS)
+}
 
 func TestOrderRowAndEventCommitTogether(t *testing.T) {
 	f := newFixture(t)

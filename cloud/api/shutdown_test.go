@@ -1,0 +1,153 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// childEnv makes the test binary run childMain: the API as its own OS
+// process, configured only from the environment like `bowline api`.
+const childEnv = "BOWLINE_API_TEST_CHILD"
+
+func childMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child:", err); return 1 }
+	settings, err := api.SettingsFromEnv()
+	if err != nil {
+		return fail(err)
+	}
+	names, err := resources.FromEnv()
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := awsenv.Load(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	b, err := api.Build(api.BuildConfig{AWS: cfg, Names: names, Settings: settings, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		return fail(err)
+	}
+	defer b.Engine.Close()
+	if err := b.API.Serve(ctx, "127.0.0.1:0", func(a net.Addr) { fmt.Printf("listening %s\n", a) }); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// TestGracefulShutdownFinishesRequestsInFlight runs the API as a process,
+// starts an order whose body is still arriving, sends SIGTERM, and then
+// finishes the body: the order must be answered 201 (and committed) and the
+// process must exit 0.
+func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
+	lstest.Stack(t)
+	tenant, token := "tg-"+randHex(4), "tok-"+randHex(8)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", api.TokensEnv+"="+token+"="+tenant, api.WebhookSecretEnv+"=s")
+	cmd.Stderr = tlog{t}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() {
+		go func() { exited <- cmd.Wait() }()
+		t.Fatalf("child printed no address")
+	}
+	addr, ok := strings.CutPrefix(lines.Text(), "listening ")
+	if !ok {
+		t.Fatalf("child said %q; want listening <addr>", lines.Text())
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, out)
+		exited <- cmd.Wait()
+	}()
+	base := "http://" + addr
+
+	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /healthz = %v %v; want 200", resp, err)
+	}
+
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/orders", pr)
+	req.Header.Set("Authorization", "Bearer "+token)
+	type result struct {
+		status int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		done <- result{status: resp.StatusCode}
+	}()
+	half := len(orderBody) / 2
+	if _, err := pw.Write([]byte(orderBody[:half])); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Not an assertion: a moment for the signal to land while the body is
+	// still open, so the shutdown really has a request in flight.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := pw.Write([]byte(orderBody[half:])); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+
+	hang := time.After(60 * time.Second)
+	select {
+	case r := <-done:
+		if r.err != nil || r.status != http.StatusCreated {
+			t.Errorf("order in flight during shutdown = %d %v; want 201", r.status, r.err)
+		}
+	case <-hang:
+		t.Fatal("order in flight never answered")
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		var ee *exec.ExitError
+		if errors.As(err, &ee) || err != nil {
+			t.Errorf("api process exit = %v; want status 0", err)
+		}
+	case <-hang:
+		t.Fatal("api process did not exit after SIGTERM")
+	}
+	f := &fixture{t: t, db: newFixture(t).db}
+	if got := types_(f.events(tenant)); len(got) != 1 {
+		t.Errorf("events of %s = %v; want the one com.order_created", tenant, got)
+	}
+}
