@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -63,7 +64,7 @@ func calls(f *fakes.Fake, key string) (all, ok int) {
 func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 	ctx := context.Background()
 	token, tenant := "tok-"+randHex(8), "shop-"+randHex(4)
-	settings := api.Settings{Tokens: map[string]string{token: tenant}, WebhookSecret: "whsec-" + randHex(8)}
+	settings := api.Settings{Tokens: map[string]string{token: tenant}, WebhookSecret: "whsec-" + randHex(8), OpsToken: "ops-" + randHex(8)}
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		AWS: lstest.AWSConfig(t), Names: lstest.Names(t), Settings: settings,
 		Logger: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -130,6 +131,35 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 			}
 		}
 	}
+	// 4. The notification service refuses the request (400, terminal):
+	// notify_buyer is dead-lettered at once, the other two still run once,
+	// and the operator's reconcile report shows the dead letter and the
+	// event in the DLQ.
+	set.Notify.FailAlways(http.StatusBadRequest)
+	ev4 := pay("four")
+	waitFor(t, "shopify and shipping to see "+ev4, func() bool {
+		_, a := calls(set.Shopify, ev4+":shopify_mirror")
+		_, b := calls(set.Shipping, ev4+":book_shipment")
+		return a == 1 && b == 1
+	})
+	var rep api.Report
+	waitFor(t, "the dead letter in reconcile", func() bool {
+		rep = reconcile(t, p.APIURL, settings.OpsToken)
+		return rep.DeadLetters == 1 && rep.DLQDepth == 1
+	})
+	if all, ok := calls(set.Notify, ev4+":notify_buyer"); all != 1 || ok != 0 {
+		t.Errorf("notify calls for %s = %d (%d ok); want 1 refused call, no retry of a terminal error", ev4, all, ok)
+	}
+	intact := false
+	for _, tr := range rep.Tenants {
+		if tr.Tenant == tenant {
+			intact = tr.ChainIntact && tr.Events == 8
+		}
+	}
+	if !intact {
+		t.Errorf("reconcile tenants = %+v; want %s with 8 events (4 orders, 4 payments), chain intact", rep.Tenants, tenant)
+	}
+
 	for _, f := range set.All() {
 		for _, call := range f.Calls() {
 			if !strings.Contains(call.IdempotencyKey, ":") {
@@ -137,4 +167,23 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+func reconcile(t *testing.T, base, token string) api.Report {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/ops/reconcile", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	defer resp.Body.Close()
+	var rep api.Report
+	if resp.StatusCode != 200 {
+		t.Fatalf("reconcile = %d; want 200", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		t.Fatalf("reconcile body: %v", err)
+	}
+	return rep
 }
