@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB) }
 func TestRecordOverwritesAndReads(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t)), lstest.Names(t).DeadLettersTable(), nil)
+	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestRecordOverwritesAndReads(t *testing.T) {
 func TestPoisonUnderGlobalPartition(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t)), lstest.Names(t).DeadLettersTable(), nil)
+	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestPoisonUnderGlobalPartition(t *testing.T) {
 func TestUnmatchedCounters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t)), lstest.Names(t).DeadLettersTable(), nil)
+	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

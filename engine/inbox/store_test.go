@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
@@ -32,7 +33,7 @@ func (c *clock) Add(d time.Duration) {
 func newStore(t *testing.T, c *clock) *Store {
 	t.Helper()
 	cfg := lstest.AWSConfig(t)
-	s, err := New(Config{Client: dynamodb.NewFromConfig(cfg), Table: lstest.Names(t).InboxTable(), Now: c.Now})
+	s, err := New(Config{Client: dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions), Table: lstest.Names(t).InboxTable(), Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/internal/enginetest"
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
@@ -27,7 +28,7 @@ func TestReconcileReportsEveryKindOfUndoneWork(t *testing.T) {
 	ctx := enginetest.Ctx(t)
 	cfg := lstest.AWSConfig(t)
 	names := lstest.Names(t)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	sq := sqs.NewFromConfig(cfg)
 	q := enginetest.FIFOQueues(t, "reconcile", 5*time.Second, 5)
 	good, bad := "good-"+suffix(), "bad-"+suffix()

@@ -17,6 +17,7 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/internal/enginetest"
 	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
@@ -31,7 +32,7 @@ func TestAppTableChangesReachBestEffortHandlers(t *testing.T) {
 	ctx := enginetest.Ctx(t)
 	cfg := lstest.AWSConfig(t)
 	names := lstest.Names(t)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	sq := sqs.NewFromConfig(cfg)
 	queue := enginetest.StandardQueue(t, "rc")
 	log := slog.New(slog.DiscardHandler)

@@ -19,6 +19,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/internal/enginetest"
 	"github.com/bowline-iot/bowline/engine/worker"
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
@@ -42,7 +43,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	cfg := lstest.AWSConfig(t)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	in, _ := inbox.New(inbox.Config{Client: ddb, Table: lstest.Names(t).InboxTable()})
 	dl, _ := deadletter.New(ddb, lstest.Names(t).DeadLettersTable(), nil)
 	f := &fixture{t: t, ctx: enginetest.Ctx(t), sqs: sqs.NewFromConfig(cfg), q: enginetest.FIFOQueues(t, "redrive", 3*time.Second, maxReceive), inbox: in, dl: dl}

@@ -53,7 +53,7 @@ func runChild() int {
 	}
 	spec := EventsPipe
 	spec.Name = os.Getenv(childPipeEnv)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	r, err := New(Config{
 		Pipe: spec, Streams: dynamodbstreams.NewFromConfig(cfg), Table: names.EventsTable(), Tables: ddb,
 		Queue: sqs.NewFromConfig(cfg), QueueURL: os.Getenv(childQueueEnv),
@@ -82,7 +82,7 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	cfg := lstest.AWSConfig(t)
 	q := enginetest.FIFOQueues(t, "relay", 30*time.Second, 5)
-	return fixture{ddb: dynamodb.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg), names: lstest.Names(t), queue: q.URL}
+	return fixture{ddb: dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions), sqs: sqs.NewFromConfig(cfg), names: lstest.Names(t), queue: q.URL}
 }
 
 func (f fixture) relay(t *testing.T, pipe string) *Relay {

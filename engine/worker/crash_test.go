@@ -46,7 +46,7 @@ func runChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	in, _ := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
 	dl, _ := deadletter.New(ddb, names.DeadLettersTable(), nil)
 	runs := os.Getenv(childRunsEnv)

@@ -20,6 +20,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/internal/enginetest"
+	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
@@ -47,7 +48,7 @@ type harness struct {
 func newHarness(t *testing.T, visibility time.Duration, maxReceive int) *harness {
 	t.Helper()
 	cfg := lstest.AWSConfig(t)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	names := lstest.Names(t)
 	in, err := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
 	if err != nil {
@@ -364,3 +365,38 @@ func (o *countingObserver) get(k string) int {
 }
 func (o *countingObserver) Poison()              { o.add("poison") }
 func (o *countingObserver) Unmatched(typ string) { o.add("unmatched:" + typ) }
+
+func (o *countingObserver) Claim(sub, outcome string) { o.add("claim:" + outcome) }
+
+// TestHeartbeatKeepsLongHandler: a handler that runs four leases long,
+// with a second worker polling the same queue, runs once: the heartbeat
+// extends both the lease and the message visibility (3s here), so the
+// message is never handed to the other worker.
+func TestHeartbeatKeepsLongHandler(t *testing.T) {
+	h := newHarness(t, 3*time.Second, 5)
+	var c calls
+	sub := durable("book_shipment", "com.*", func(ctx context.Context, env engine.Envelope) error {
+		c.inc("book_shipment")
+		select {
+		case <-time.After(4 * time.Second):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	h.start([]engine.Subscription{sub}, nil)
+	h.start([]engine.Subscription{sub}, nil)
+	env := enginetest.Envelope(t, h.tenant, "com.payment_completed", 1, nil)
+	h.send(env)
+	h.waitFor("completion", func() bool { return h.row(env.ID, "book_shipment").Status == inbox.Completed })
+	h.waitFor("queue drained", func() bool { return h.depth(h.q.URL) == 0 })
+	if got := c.get("book_shipment"); got != 1 {
+		t.Errorf("handler runs = %d; want 1", got)
+	}
+	if n := h.obs.get("claim:" + ClaimHeld); n != 0 {
+		t.Errorf("held claims = %d; want 0 (the message was redelivered during the handler)", n)
+	}
+	if r := h.row(env.ID, "book_shipment"); r.Attempts != 1 {
+		t.Errorf("attempts = %d; want 1", r.Attempts)
+	}
+}
