@@ -86,15 +86,17 @@ func TestGatewayPolicyConfinesThing(t *testing.T) {
 // every gateway's data topics but publish nowhere.
 func TestIngestPolicyPublishesNothing(t *testing.T) {
 	p := iotPolicy(t, "IngestIotPolicy")
-	ingest := IoTConnection{ClientID: "prod-bowline-ingest-1"}
+	ingest := IoTConnection{ClientID: "bowline-ingest-ip-10-0-1-7"}
 	for _, tc := range []struct {
 		action, res string
 		want        bool
 	}{
-		{"iot:Connect", "client/prod-bowline-ingest-1", true},
+		{"iot:Connect", "client/bowline-ingest-ip-10-0-1-7", true},
 		{"iot:Connect", "client/bowl-1", false},
-		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/events", true},
-		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/telemetry", true},
+		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/events", true},
+		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/telemetry", true},
+		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/events", false},
+		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/cmd/bowline/+/+/feed", false},
 		{"iot:Subscribe", "topicfilter/cmd/bowline/+/+/feed", false},
 		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/events", true},
 		{"iot:Publish", "topic/dt/bowline/t1/bowl-1/events", false},
