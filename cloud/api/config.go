@@ -193,3 +193,9 @@ func SettingsFromEnv() (Settings, error) {
 	}
 	return s, nil
 }
+
+// The engine and the SDK client satisfy the interfaces above.
+var (
+	_ Emitter  = (*engine.Engine)(nil)
+	_ DynamoDB = (*dynamodb.Client)(nil)
+)

@@ -75,3 +75,19 @@ func TestParseTokens(t *testing.T) {
 // goldenMAC is HMAC-SHA256("whsec_test", "1764460800." + the body above),
 // computed with openssl, not with this package.
 const goldenMAC = "eca6d28cd14c936ce0faa413c7bde78116d266f309c79b763e2c9902e823548d"
+
+// FuzzVerifySignature: no header makes the verifier panic, and nothing but
+// a correct MAC over the exact body passes.
+func FuzzVerifySignature(f *testing.F) {
+	secret := []byte("whsec_test")
+	now := time.Unix(1_764_460_800, 0)
+	for _, h := range []string{"t=1764460800,v1=" + goldenMAC, "", "t=,v1=", "v1=" + zeros, "t=1764460800,v1=" + zeros + ",v0=x", ",,,", "t=9999999999999999999,v1=" + goldenMAC} {
+		f.Add(h, []byte(`{"id":"evt_1"}`))
+	}
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		err := api.VerifySignature(secret, header, body, now, api.DefaultTolerance)
+		if err == nil && api.VerifySignature([]byte("other"), header, body, now, api.DefaultTolerance) == nil {
+			t.Fatalf("header %q verifies under two secrets", header)
+		}
+	})
+}

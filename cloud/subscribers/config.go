@@ -105,3 +105,12 @@ func (c *Config) defaults() {
 		c.Now = time.Now
 	}
 }
+
+// The adapters and the engine satisfy the interfaces above.
+var (
+	_ OrderMirror    = (*adapters.Shopify)(nil)
+	_ ShipmentBooker = (*adapters.Shipping)(nil)
+	_ Notifier       = (*adapters.Notifier)(nil)
+	_ Emitter        = (*engine.Engine)(nil)
+	_ DynamoDB       = (*dynamodb.Client)(nil)
+)
