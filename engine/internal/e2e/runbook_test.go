@@ -1,4 +1,4 @@
-package redrive
+package e2e
 
 import (
 	"bytes"
@@ -24,18 +24,21 @@ import (
 	"github.com/bowline-iot/bowline/engine/internal/enginetest"
 	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
-// buildBowline builds the bowline binary into a temporary directory.
+func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
+
+// buildBowline builds the bowline binary into the test's temporary
+// directory (the Go build cache makes every build after the first a link).
 func buildBowline(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(t.TempDir(), "bowline")
+	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", "build", "-o", bin, "./cloud/cmd/bowline")
-	cmd.Dir = root
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cloud/cmd/bowline: %v\n%s", err, out)
 	}
