@@ -240,3 +240,55 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Errorf("after restart sent %v; want [id4 id5]", got)
 	}
 }
+
+// countObs counts transform failures and forwards.
+type countObs struct {
+	nopObserver
+	mu                   sync.Mutex
+	failed, forwarded, filtered int
+}
+
+func (o *countObs) TransformFailed() { o.mu.Lock(); o.failed++; o.mu.Unlock() }
+func (o *countObs) Forwarded(n int)  { o.mu.Lock(); o.forwarded += n; o.mu.Unlock() }
+func (o *countObs) Filtered(n int)   { o.mu.Lock(); o.filtered += n; o.mu.Unlock() }
+
+// unresolvable is a stream whose second record is an event row without a
+// tenant: the filter accepts it, the transform cannot resolve it.
+type unresolvable struct{ *fakeStream }
+
+func (u unresolvable) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	out, err := u.fakeStream.GetRecords(ctx, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range out.Records {
+		if aws.ToString(r.Dynamodb.SequenceNumber) == "2" {
+			delete(out.Records[i].Dynamodb.NewImage, "tenant")
+		}
+		if aws.ToString(r.Dynamodb.SequenceNumber) == "3" {
+			out.Records[i].Dynamodb.NewImage["pk"] = &streamtypes.AttributeValueMemberS{Value: "TENANT#t1#HEAD"}
+		}
+	}
+	return out, nil
+}
+
+// TestUnresolvableRecordIsCountedNotSilent: a record the filter accepts
+// but the transform cannot resolve is counted (and logged at error level);
+// the records around it still go through; a head row is filtered.
+func TestUnresolvableRecordIsCountedNotSilent(t *testing.T) {
+	s := &fakeStream{shards: []fakeShard{{id: "s1", seqs: []int{1, 2, 3, 4}}}, expireOnce: map[string]bool{}, firstReadAt: map[string]bool{}}
+	q := &fakeQueue{}
+	obs := &countObs{}
+	r, err := New(Config{Pipe: EventsPipe, Streams: unresolvable{s}, StreamARN: "arn:stream", Queue: q, QueueURL: "q",
+		Checkpoints: &fakeTable{items: map[string]map[string]types.AttributeValue{}}, CheckpointTable: "inbox",
+		PollInterval: time.Millisecond, Logger: slog.New(slog.DiscardHandler), Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, r, func() bool { return len(q.got()) >= 2 })
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if got := q.got(); fmt.Sprint(got) != "[id1 id4]" || obs.failed != 1 || obs.filtered != 1 {
+		t.Errorf("sent %v, transform failures %d, filtered %d; want [id1 id4], 1, 1", got, obs.failed, obs.filtered)
+	}
+}
