@@ -244,7 +244,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 // countObs counts transform failures and forwards.
 type countObs struct {
 	nopObserver
-	mu                   sync.Mutex
+	mu                          sync.Mutex
 	failed, forwarded, filtered int
 }
 
