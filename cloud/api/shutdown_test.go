@@ -95,16 +95,22 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 		t.Fatalf("GET /healthz = %v %v; want 200", resp, err)
 	}
 
+	// The order's body arrives in two halves. With Expect: 100-continue the
+	// client sends no body until the handler asks for it, so when the first
+	// half is taken the request is certainly inside the handler. A fresh
+	// connection, because an idle keep-alive one is fair game for Shutdown.
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute, DisableKeepAlives: true}}
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/orders", pr)
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Expect", "100-continue")
 	type result struct {
 		status int
 		err    error
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			done <- result{err: err}
 			return
@@ -119,9 +125,19 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// Not an assertion: a moment for the signal to land while the body is
-	// still open, so the shutdown really has a request in flight.
-	time.Sleep(200 * time.Millisecond)
+	// Shutdown has begun once the listener refuses connections.
+	guard := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(guard) {
+			t.Fatal("the api kept accepting connections after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := pw.Write([]byte(orderBody[half:])); err != nil {
 		t.Fatal(err)
 	}
