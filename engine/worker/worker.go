@@ -253,7 +253,7 @@ func (w *Worker) runSubscription(ctx context.Context, m sqstypes.Message, env en
 		if err := w.cfg.Inbox.Complete(wctx, claim); err != nil {
 			w.obs.Handled(sub.Name, HandledLost, took)
 			log.Warn("handler succeeded but the claim could not be completed", "err", err)
-			return outPending
+			return afterWriteFailure(err)
 		}
 		w.obs.Handled(sub.Name, HandledOK, took)
 		return outDone
@@ -283,11 +283,11 @@ func (w *Worker) runSubscription(ctx context.Context, m sqstypes.Message, env en
 		if err := w.cfg.Inbox.MarkDead(wctx, claim, herr); err != nil {
 			log.Warn("mark dead failed", "err", err)
 			w.obs.Handled(sub.Name, HandledLost, took)
-			return outPending
+			return afterWriteFailure(err)
 		}
 		w.obs.DeadLetter(sub.Name)
 		w.obs.Handled(sub.Name, HandledDead, took)
-		log.Error("subscription dead-lettered", "err", herr, "terminal", !last, "attempts", claim.Attempts)
+		log.Error("subscription dead-lettered", "err", herr, "terminal", errors.Is(herr, ErrTerminal), "attempts", claim.Attempts)
 		return outDead
 	}
 	if err := w.cfg.Inbox.Release(wctx, claim, herr); err != nil {
@@ -296,6 +296,16 @@ func (w *Worker) runSubscription(ctx context.Context, m sqstypes.Message, env en
 	w.obs.Handled(sub.Name, HandledRetry, took)
 	log.Warn("handler failed; leaving the message to SQS for retry", "err", herr, "attempts", claim.Attempts)
 	return outPending
+}
+
+// afterWriteFailure classifies a failed inbox write after the handler ran:
+// a lost lease means another worker owns the row now (leave the message to
+// it); anything else is an infrastructure fault worth a quick retry.
+func afterWriteFailure(err error) outcome {
+	if errors.Is(err, inbox.ErrLeaseLost) {
+		return outPending
+	}
+	return outInfra
 }
 
 // runHandler runs sub's handler in the event's tenant context with a
