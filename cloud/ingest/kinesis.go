@@ -200,57 +200,68 @@ func (p *Producer) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// loop batches records. A batch is sent when it is full, or when it has
+// lingered and a call slot is free: while every slot is busy the batch keeps
+// growing, so a backlog goes out in full batches, as raw PutRecords would.
 func (p *Producer) loop() {
 	defer close(p.loopDone)
 	defer p.inflight.Wait()
 	var (
-		batch []*record
-		bytes int
-		timer *time.Timer
-		timeC <-chan time.Time
+		batch    []*record
+		overflow *record // the record that did not fit in batch
+		size     int
+		lingered bool
+		closed   bool
+		timer    = time.NewTimer(time.Hour)
 	)
-	flush := func() {
-		if len(batch) == 0 {
-			return
+	timer.Stop()
+	add := func(r *record) {
+		batch = append(batch, r)
+		size += r.size()
+		if len(batch) == 1 {
+			lingered = false
+			timer.Reset(p.cfg.Linger)
 		}
-		if timer != nil {
-			timer.Stop()
-			timeC = nil
-		}
-		p.slots <- struct{}{}
-		p.inflight.Add(1)
-		b := batch
-		go func() {
-			defer func() { <-p.slots; p.inflight.Done() }()
-			p.send(b)
-		}()
-		batch, bytes = nil, 0
 	}
 	for {
+		full := len(batch) >= p.cfg.MaxRecords || overflow != nil
+		if closed && len(batch) == 0 {
+			return
+		}
+		var inC <-chan *record
+		if !closed && !full {
+			inC = p.in
+		}
+		var slotC chan<- struct{}
+		if len(batch) > 0 && (full || lingered || closed) {
+			slotC = p.slots
+		}
 		select {
-		case r, ok := <-p.in:
+		case r, ok := <-inC:
 			if !ok {
-				flush()
-				return
+				closed = true
+				continue
 			}
-			if len(batch) > 0 && bytes+r.size() > p.cfg.MaxBytes {
-				flush()
+			if len(batch) > 0 && size+r.size() > p.cfg.MaxBytes {
+				overflow = r
+				continue
 			}
-			batch = append(batch, r)
-			bytes += r.size()
-			if len(batch) >= p.cfg.MaxRecords {
-				flush()
-			} else if len(batch) == 1 {
-				if timer == nil {
-					timer = time.NewTimer(p.cfg.Linger)
-				} else {
-					timer.Reset(p.cfg.Linger)
-				}
-				timeC = timer.C
+			add(r)
+		case <-timer.C:
+			lingered = true
+		case slotC <- struct{}{}:
+			b := batch
+			batch, size = nil, 0
+			timer.Stop()
+			p.inflight.Add(1)
+			go func() {
+				defer func() { <-p.slots; p.inflight.Done() }()
+				p.send(b)
+			}()
+			if overflow != nil {
+				add(overflow)
+				overflow = nil
 			}
-		case <-timeC:
-			timeC = nil
-			flush()
 		}
 	}
 }
