@@ -61,8 +61,8 @@ func TestBowlineRelayAndWorkerDeliver(t *testing.T) {
 			}
 		})
 	}
-	start("relay", "--pipes", "events", "--poll", "50ms")
-	start("worker", "--wait", "1s", "--lease", "5s", "--record-changes=false")
+	start("relay", "--poll", "50ms")                 // both pipes, as deployed
+	start("worker", "--wait", "1s", "--lease", "5s") // durable and best-effort lanes
 
 	tenant := "e2e" + strings.ToLower(ulid.Make().String()[18:])
 	ev := enginetest.Envelope(t, tenant, "bowl.meal_finished", 1, map[string]any{"grams_eaten": 42.0})
