@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// printTables writes the human report: one table per phase, the agent
+// beside mosquitto with ratios.
+func printTables(out io.Writer, r result) {
+	p := r.Params
+	fmt.Fprintf(out, "edgebench: %d bowls, mosquitto %s, %.0f s\n\n", p.Bowls, r.Mosquitto, r.Seconds)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	defer w.Flush()
+	fmt.Fprintln(w, "durable (in process: agent sink + bbolt outbox, fsync on, 4 bowls)\t\t\t\t")
+	fmt.Fprintln(w, "records/Deliver\tsamples/Deliver\tsamples/s\tDelivers/commit\t")
+	for _, d := range r.Durable {
+		fmt.Fprintf(w, "%d\t%d\t%s\t%.1f\t\n", d.RecordsPerDeliver, d.SamplesPerDeliver, rate(d.SamplesPerSec), d.DeliversPerCommit)
+	}
+	w.Flush()
+
+	fmt.Fprintf(out, "\nlive (cloud broker up, %d samples at full speed, 50-sample frames; agent rate limit lifted)\n", p.LiveSamples)
+	fmt.Fprintln(w, "subject\tacked samples/s\tat cloud samples/s\tx agent (cloud)\tlost\tpeak RSS MB\tpeak anon MB\t")
+	base := 0.0
+	for i, l := range r.Live {
+		if i == 0 {
+			base = l.CloudPerSec
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t\n", l.Subject, rate(l.AckedPerSec), rate(l.CloudPerSec), ratio(l.CloudPerSec, base),
+			l.Lost, mb(l.PeakMemory.VmRSS), mb(l.PeakMemory.RssAnon))
+	}
+	w.Flush()
+
+	fmt.Fprintf(out, "\nbacklog (cloud broker down while %d samples are acknowledged; then up)\n", p.BacklogSamples)
+	fmt.Fprintln(w, "subject\tfill samples/s\tVmRSS MB\tRssAnon MB\tRssFile MB\tdrain samples/s\tdrain peak anon MB\tat cloud\tlost\t")
+	for _, b := range r.Backlog {
+		fmt.Fprintf(w, "%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%d\t%d\t\n", b.Subject, rate(b.FillPerSec), mb(b.WithBacklog.VmRSS),
+			mb(b.WithBacklog.RssAnon), mb(b.WithBacklog.RssFile), rate(b.DrainPerSec), mb(b.DrainPeak.RssAnon), b.AtCloud, b.Lost)
+	}
+	w.Flush()
+	for _, b := range r.Backlog {
+		if b.FileBytes > 0 {
+			fmt.Fprintf(out, "  %s outbox file: %.1f MB\n", b.Subject, float64(b.FileBytes)/(1<<20))
+		}
+		if b.DropLogs > 0 {
+			fmt.Fprintf(out, "  %s logged %d \"dropped\" lines (max_queued_messages)\n", b.Subject, b.DropLogs)
+		}
+	}
+
+	if len(r.Kill) > 0 {
+		k := r.Kill[0]
+		fmt.Fprintf(out, "\nkill -9 (%d bowls x 50 Hz in real time, %d SIGKILLs, cloud broker down %.1f s of it; agent at its default 100 msg/s)\n",
+			p.Bowls, k.Kills, k.OutageS)
+	}
+	fmt.Fprintln(w, "subject\tpushed\tacked\tat cloud\tLOST (acked, not at cloud)\tlost %\tdup deliveries\tp50 ms\tp99 ms\t")
+	for _, k := range r.Kill {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%.2f\t%d\t%.1f\t%.1f\t\n", k.Subject, k.Pushed, k.Acked, k.AtCloud, k.Lost, k.LostPct, k.Dups,
+			k.LatencyMS.P50, k.LatencyMS.P99)
+	}
+	w.Flush()
+	fmt.Fprintln(out, "  latency: frame handed to the MCU ring / publisher -> first sample at the cloud broker, warm-up before the outage")
+}
+
+func rate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+func ratio(v, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v/base)
+}
+
+func mb(kb int) float64 { return float64(kb) / 1024 }
