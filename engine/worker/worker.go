@@ -141,8 +141,12 @@ func (w *Worker) processBatch(ctx context.Context, msgs []sqstypes.Message) {
 			ms := groups[g]
 			for i, m := range ms {
 				if !w.handleMessage(ctx, m) {
-					for _, rest := range ms[i+1:] {
-						w.setVisibility(ctx, rest, 0)
+					// Released last to first: an emulator that puts a
+					// released message back at the head of its group then
+					// keeps the original order (SQS keeps it either way).
+					rest := ms[i+1:]
+					for j := len(rest) - 1; j >= 0; j-- {
+						w.setVisibility(ctx, rest[j], 0)
 					}
 					return
 				}

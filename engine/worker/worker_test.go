@@ -400,3 +400,33 @@ func TestHeartbeatKeepsLongHandler(t *testing.T) {
 		t.Errorf("attempts = %d; want 1", r.Attempts)
 	}
 }
+
+// TestOrderWithinGroupSurvivesRetry: five events of one tenant; the second
+// fails once. No later event of the tenant runs before it completes.
+func TestOrderWithinGroupSurvivesRetry(t *testing.T) {
+	h := newHarness(t, 3*time.Second, 5)
+	var mu sync.Mutex
+	var runs []uint64
+	failed := false
+	h.start([]engine.Subscription{durable("record_intake", "bowl.*", func(_ context.Context, env engine.Envelope) error {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, env.Seq)
+		if env.Seq == 2 && !failed {
+			failed = true
+			return errors.New("flaky")
+		}
+		return nil
+	})}, func(c *Config) { c.Pollers = 2 })
+	var last engine.Envelope
+	for seq := uint64(1); seq <= 5; seq++ {
+		last = enginetest.Envelope(t, h.tenant, "bowl.refilled", seq, nil)
+		h.send(last)
+	}
+	h.waitFor("the last event", func() bool { return h.row(last.ID, "record_intake").Status == inbox.Completed })
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := fmt.Sprint(runs), "[1 2 2 3 4 5]"; got != want {
+		t.Errorf("handler runs by seq = %s; want %s", got, want)
+	}
+}
