@@ -16,7 +16,14 @@ type broker struct {
 }
 
 func startBroker(log *slog.Logger) (*broker, error) {
-	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "mqtt-broker"), InlineClient: true})
+	caps := mqtt.NewDefaultServerCapabilities()
+	// A subscriber that acknowledges late (ingest acks only once data is
+	// durable) must not make the broker drop QoS 1 messages it already
+	// PUBACKed to the edge: hold up to the protocol maximum per client
+	// (mochi's default is 8192).
+	caps.MaximumInflight = 65535
+	caps.MaximumClientWritesPending = 65535
+	srv := mqtt.New(&mqtt.Options{Logger: log.With("component", "mqtt-broker"), InlineClient: true, Capabilities: caps})
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return nil, fmt.Errorf("mqtt broker: %w", err)
 	}

@@ -21,7 +21,7 @@ func runIngest(ctx context.Context, args []string) error {
 			"Subscribes to $share/<group>/dt/bowline/+/+/telemetry and .../events (QoS 1, persistent\n"+
 			"session). Telemetry goes to the Kinesis telemetry stream; events are validated and emitted\n"+
 			"once per (thing, id). Rejected messages are dead-lettered and acknowledged.\n"+
-			"Environment: BOWLINE_MQTT_URL, BOWLINE_STACK and the standard AWS SDK variables.")
+			"Environment: BOWLINE_MQTT_URL, BOWLINE_MQTT_CERT/KEY/CA, BOWLINE_STACK and the standard AWS SDK variables.")
 	broker := fs.String("broker", cli.EnvDefault("BOWLINE_MQTT_URL", "tcp://127.0.0.1:1883"), "MQTT broker URL (env BOWLINE_MQTT_URL)")
 	clientID := fs.String("client-id", "", "MQTT client id; stable and distinct per ingest process (default bowline-ingest-<hostname>)")
 	group := fs.String("group", "bowline-ingest", "shared-subscription group")
@@ -29,6 +29,10 @@ func runIngest(ctx context.Context, args []string) error {
 	linger := fs.Duration("linger", 20*time.Millisecond, "how long a Kinesis batch waits for more records")
 	gapGrace := fs.Duration("gap-grace", 2*time.Minute, "how long a missing seq range may stay open before bowl.data_gap")
 	drain := fs.Duration("drain-timeout", 15*time.Second, "on shutdown, how long messages in progress get to be acknowledged")
+	var tlsFiles ingest.TLSFiles
+	fs.StringVar(&tlsFiles.Cert, "cert", os.Getenv("BOWLINE_MQTT_CERT"), "client certificate for mTLS (AWS IoT Core): PEM text or a file path (env BOWLINE_MQTT_CERT)")
+	fs.StringVar(&tlsFiles.Key, "key", os.Getenv("BOWLINE_MQTT_KEY"), "client private key: PEM text or a file path (env BOWLINE_MQTT_KEY)")
+	fs.StringVar(&tlsFiles.CA, "ca", os.Getenv("BOWLINE_MQTT_CA"), "CA bundle to trust instead of the system roots: PEM text or a file path (env BOWLINE_MQTT_CA)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +40,10 @@ func runIngest(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
 	names, err := resources.FromEnv()
+	if err != nil {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	tlsCfg, err := tlsFiles.Config()
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
@@ -47,7 +55,7 @@ func runIngest(ctx context.Context, args []string) error {
 	reg := prometheus.NewRegistry()
 	metrics := ingest.NewMetrics(reg)
 	in, err := ingest.New(ingest.Config{
-		Broker: *broker, ClientID: *clientID, Group: *group,
+		Broker: *broker, ClientID: *clientID, Group: *group, TLS: tlsCfg,
 		Names: names, AWS: awsCfg,
 		Producer: ingest.ProducerConfig{Linger: *linger},
 		GapGrace: *gapGrace, DrainTimeout: *drain,
