@@ -61,7 +61,9 @@ func runChild() int {
 	w, err := New(Config{
 		Queue: sqs.NewFromConfig(cfg), QueueURL: os.Getenv(childQueueEnv), DLQURL: os.Getenv(childDLQEnv),
 		Inbox: in, DeadLetters: dl, WorkerID: os.Getenv(childIDEnv),
-		WaitTime: time.Second, Lease: time.Second, Heartbeat: 300 * time.Millisecond,
+		// A lease well above a heartbeat's worst latency on a loaded
+		// machine, and below the test queues' 3s visibility.
+		WaitTime: time.Second, Lease: 2 * time.Second, Heartbeat: 400 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Subscriptions: []engine.Subscription{durable("book_shipment", "com.*", func(ctx context.Context, env engine.Envelope) error {
 			appendLine("start " + env.ID)

@@ -368,24 +368,26 @@ func (o *countingObserver) Unmatched(typ string) { o.add("unmatched:" + typ) }
 
 func (o *countingObserver) Claim(sub, outcome string) { o.add("claim:" + outcome) }
 
-// TestHeartbeatKeepsLongHandler: a handler that runs four leases long,
-// with a second worker polling the same queue, runs once: the heartbeat
-// extends both the lease and the message visibility (3s here), so the
-// message is never handed to the other worker.
+// TestHeartbeatKeepsLongHandler: a handler that runs two leases long and
+// longer than the queue's visibility timeout (5s), with a second worker
+// polling the same queue, runs once: the heartbeat extends both the lease
+// and the message visibility, so the message is never handed to the other
+// worker.
 func TestHeartbeatKeepsLongHandler(t *testing.T) {
-	h := newHarness(t, 3*time.Second, 5)
+	h := newHarness(t, 5*time.Second, 5)
 	var c calls
 	sub := durable("book_shipment", "com.*", func(ctx context.Context, env engine.Envelope) error {
 		c.inc("book_shipment")
 		select {
-		case <-time.After(4 * time.Second):
+		case <-time.After(6 * time.Second):
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	})
-	h.start([]engine.Subscription{sub}, nil)
-	h.start([]engine.Subscription{sub}, nil)
+	long := func(c *Config) { c.Lease, c.Heartbeat = 3*time.Second, 500*time.Millisecond }
+	h.start([]engine.Subscription{sub}, long)
+	h.start([]engine.Subscription{sub}, long)
 	env := enginetest.Envelope(t, h.tenant, "com.payment_completed", 1, nil)
 	h.send(env)
 	h.waitFor("completion", func() bool { return h.row(env.ID, "book_shipment").Status == inbox.Completed })
