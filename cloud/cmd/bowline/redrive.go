@@ -9,11 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/bowline-iot/bowline/engine/deadletter"
-	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/redrive"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
@@ -63,26 +58,9 @@ func redriveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
-	sq := sqs.NewFromConfig(cfg)
-	in, err := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
-	if err != nil {
-		return err
-	}
-	dl, err := deadletter.New(ddb, names.DeadLettersTable(), nil)
-	if err != nil {
-		return err
-	}
-	qURL, err := queueURL(ctx, sq, names.EventsQueue())
-	if err != nil {
-		return err
-	}
-	dlqURL, err := queueURL(ctx, sq, names.EventsDLQ())
-	if err != nil {
-		return err
-	}
-	r, err := redrive.New(redrive.Config{Queue: sq, QueueURL: qURL, DLQURL: dlqURL, Inbox: in, DeadLetters: dl,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	r, err := redrive.ForStack(ctx, cfg, names, func(c *redrive.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/engine/relay"
@@ -46,17 +43,13 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	type target struct {
-		spec         relay.PipeSpec
-		table, queue string
-	}
-	var targets []target
+	var specs []relay.PipeSpec
 	for _, p := range strings.Split(*pipes, ",") {
 		switch strings.TrimSpace(p) {
 		case relay.EventsPipe.Name:
-			targets = append(targets, target{relay.EventsPipe, names.EventsTable(), names.EventsQueue()})
+			specs = append(specs, relay.EventsPipe)
 		case relay.RecordChangesPipe.Name:
-			targets = append(targets, target{relay.RecordChangesPipe, names.AppTable(), names.RecordChangesQueue()})
+			specs = append(specs, relay.RecordChangesPipe)
 		default:
 			return fmt.Errorf("%w: --pipes: unknown pipe %q (want events or record-changes)", cli.ErrUsage, p)
 		}
@@ -66,21 +59,12 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
-	streams := dynamodbstreams.NewFromConfig(cfg)
-	sq := sqs.NewFromConfig(cfg)
 	reg := prometheus.NewRegistry()
 	metrics := relay.NewMetrics(reg)
 	var relays []*relay.Relay
-	for _, tg := range targets {
-		url, err := queueURL(ctx, sq, tg.queue)
-		if err != nil {
-			return err
-		}
-		r, err := relay.New(relay.Config{
-			Pipe: tg.spec, Streams: streams, Table: tg.table, Tables: ddb, Queue: sq, QueueURL: url,
-			Checkpoints: ddb, CheckpointTable: names.InboxTable(), PollInterval: *poll,
-			Logger: log, Observer: metrics.For(tg.spec.Name),
+	for _, spec := range specs {
+		r, err := relay.ForStack(ctx, cfg, names, spec, func(c *relay.Config) {
+			c.PollInterval, c.Logger, c.Observer = *poll, log, metrics.For(spec.Name)
 		})
 		if err != nil {
 			return err

@@ -9,14 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/catalog"
-	"github.com/bowline-iot/bowline/engine/deadletter"
-	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/internal/awsenv"
@@ -79,45 +75,21 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
-	sq := sqs.NewFromConfig(cfg)
-	in, err := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
-	if err != nil {
-		return err
-	}
-	dl, err := deadletter.New(ddb, names.DeadLettersTable(), nil)
-	if err != nil {
-		return err
-	}
-	qURL, err := queueURL(ctx, sq, names.EventsQueue())
-	if err != nil {
-		return err
-	}
-	dlqURL, err := queueURL(ctx, sq, names.EventsDLQ())
-	if err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
-	w, err := worker.New(worker.Config{
-		Queue: sq, QueueURL: qURL, DLQURL: dlqURL, Inbox: in, DeadLetters: dl, Subscriptions: bound.Subscriptions,
-		Pollers: *pollers, Lease: *lease, WaitTime: *wait, RetryDelay: *retryDelay,
-		Logger: log, Observer: worker.NewMetrics(reg),
+	w, err := worker.ForStack(ctx, cfg, names, bound.Subscriptions, func(c *worker.Config) {
+		c.Pollers, c.Lease, c.WaitTime, c.RetryDelay = *pollers, *lease, *wait, *retryDelay
+		c.Logger, c.Observer = log, worker.NewMetrics(reg)
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		return err
 	}
 	var rc *recordchange.Consumer
 	if *recordChanges {
-		rcURL, err := queueURL(ctx, sq, names.RecordChangesQueue())
-		if err != nil {
-			return err
-		}
-		rc, err = recordchange.New(recordchange.Config{
-			Queue: sq, QueueURL: rcURL, Subscriptions: bound.Subscriptions, WaitTime: *wait,
-			Logger: log, Metrics: recordchange.NewMetrics(reg),
+		rc, err = recordchange.ForStack(ctx, cfg, names, bound.Subscriptions, func(c *recordchange.Config) {
+			c.WaitTime, c.Logger, c.Metrics = *wait, log, recordchange.NewMetrics(reg)
 		})
 		if err != nil {
-			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+			return err
 		}
 	}
 	if *metricsAddr != "" {

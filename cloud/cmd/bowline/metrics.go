@@ -9,20 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// queueURL resolves a queue name to its URL, naming the queue on failure.
-func queueURL(ctx context.Context, c *sqs.Client, name string) (string, error) {
-	out, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	if err != nil {
-		return "", fmt.Errorf("queue %s (run bowline provision?): %w", name, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
-}
 
 // serveMetrics serves reg on addr/metrics until ctx ends.
 func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
