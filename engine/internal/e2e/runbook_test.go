@@ -106,6 +106,13 @@ func TestRunbookBowlineRedriveAll(t *testing.T) {
 	waitFor(t, "the event to die after maxReceiveCount receives", func() bool {
 		return status() == inbox.Dead && enginetest.Depth(ctx, t, sq, dlqURL) == 1
 	})
+	stackEnv := append(os.Environ(), resources.StackEnv+"="+names.Stack)
+	list := exec.CommandContext(ctx, bin, "dead-letters", "--tenant", tenant)
+	list.Env = stackEnv
+	if out, err := list.Output(); err != nil || !strings.Contains(string(out), env.ID) || !strings.Contains(string(out), "open") ||
+		!strings.Contains(string(out), "shopify 500") {
+		t.Errorf("bowline dead-letters --tenant %s = %q, %v; want the open letter with its error", tenant, out, err)
+	}
 	broken.Store(false)
 
 	cmd := exec.CommandContext(ctx, bin, "redrive", "--all")
@@ -127,6 +134,11 @@ func TestRunbookBowlineRedriveAll(t *testing.T) {
 	}
 	if n := enginetest.Depth(ctx, t, sq, dlqURL); n != 0 {
 		t.Errorf("DLQ depth = %d; want 0", n)
+	}
+	list = exec.CommandContext(ctx, bin, "dead-letters", "--tenant", tenant, "--redriven")
+	list.Env = stackEnv
+	if out, err := list.Output(); err != nil || !strings.Contains(string(out), "redriven") {
+		t.Errorf("bowline dead-letters --redriven = %q, %v; want the letter marked redriven", out, err)
 	}
 	// Usage errors name the problem and exit 2.
 	bad := exec.CommandContext(ctx, bin, "redrive")
