@@ -29,6 +29,19 @@
 // group. An event no DURABLE subscription matches is logged with its type,
 // counted, and deleted.
 //
+// # Why the worker forwards dead messages itself
+//
+// A subscription that goes dead before the queue's last receive (a
+// terminal error) could be left for SQS to move after the remaining
+// receives, but each of those would re-claim every sibling subscription for
+// nothing and delay the operator's view. Forwarding at once (same body and
+// group, deduplication id = message id, so a crash between send and delete
+// cannot produce two DLQ copies within five minutes) puts exactly the
+// events with dead work in the DLQ, which is what `bowline redrive` reads.
+// SQS's own redrive still catches what the worker never finishes (a crash
+// loop, an unreachable inbox): such a message arrives in the DLQ without
+// dead letters and redrive moves it back as it is.
+//
 // # Caveats
 //
 // The lease must be shorter than the queue's visibility timeout, so that a
