@@ -16,6 +16,8 @@ import (
 	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/provision"
+	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
@@ -66,7 +68,7 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 	token, tenant := "tok-"+randHex(8), "shop-"+randHex(4)
 	settings := api.Settings{Tokens: map[string]string{token: tenant}, WebhookSecret: "whsec-" + randHex(8), OpsToken: "ops-" + randHex(8)}
 	p, err := pipeline.Start(ctx, pipeline.Config{
-		AWS: lstest.AWSConfig(t), Names: lstest.Names(t), Settings: settings,
+		AWS: lstest.AWSConfig(t), Names: freshStack(t), Settings: settings,
 		Logger: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -135,6 +137,7 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 	// notify_buyer is dead-lettered at once, the other two still run once,
 	// and the operator's reconcile report shows the dead letter and the
 	// event in the DLQ.
+	before := reconcile(t, p.APIURL, settings.OpsToken)
 	set.Notify.FailAlways(http.StatusBadRequest)
 	ev4 := pay("four")
 	waitFor(t, "shopify and shipping to see "+ev4, func() bool {
@@ -145,7 +148,7 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 	var rep api.Report
 	waitFor(t, "the dead letter in reconcile", func() bool {
 		rep = reconcile(t, p.APIURL, settings.OpsToken)
-		return rep.DeadLetters == 1 && rep.DLQDepth == 1
+		return rep.DeadLetters == before.DeadLetters+1 && rep.DLQDepth == before.DLQDepth+1
 	})
 	if all, ok := calls(set.Notify, ev4+":notify_buyer"); all != 1 || ok != 0 {
 		t.Errorf("notify calls for %s = %d (%d ok); want 1 refused call, no retry of a terminal error", ev4, all, ok)
@@ -186,4 +189,21 @@ func reconcile(t *testing.T, base, token string) api.Report {
 		t.Fatalf("reconcile body: %v", err)
 	}
 	return rep
+}
+
+// freshStack provisions tables and queues under a new prefix, so that this
+// run's relay, queue and dead letters are its own: a worker stopped by an
+// earlier run (go test -count=N) may still hold a message of the shared
+// queue invisible for the visibility timeout.
+func freshStack(t *testing.T) resources.Names {
+	t.Helper()
+	names, err := resources.New("p" + randHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = provision.Provision(context.Background(), lstest.AWSConfig(t), names, provision.Options{Parts: []provision.Part{provision.Tables, provision.Queues}})
+	if err != nil {
+		t.Fatalf("provision %s: %v", names.Stack, err)
+	}
+	return names
 }
