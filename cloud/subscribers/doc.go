@@ -36,4 +36,18 @@
 // the new day's row as the event's write, through engine.Emit: the intake and
 // the event commit together or not at all, and the row's creation condition
 // makes it happen once per pet and day.
+//
+// # Caveats
+//
+// The owner directory is a per-process cache. The BEST_EFFORT lane delivers
+// a row.contact.modify to one worker, so other worker processes see the new
+// contact only when their entry expires (Config.ContactTTL); a tenant without
+// a contact row is never cached.
+//
+// A subscription has one glob, so notify_owner is declared once per type
+// (notify_owner for bowl.food_low, notify_owner_empty, notify_owner_appetite);
+// the inbox and the Idempotency-Key carry those names.
+//
+// The appetite day is the UTC date of started_at; a pet whose previous day
+// has no row (device offline, or the pet ate nothing at all) is not judged.
 package subscribers
