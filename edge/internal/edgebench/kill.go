@@ -55,7 +55,7 @@ type killResult struct {
 // runKill streams 50 Hz x bowls in real time through s while the plan
 // kills and restarts it and the cloud broker goes down and up; then lets
 // it drain and counts.
-func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan) (killResult, error) {
+func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan, settle time.Duration) (killResult, error) {
 	res := killResult{Subject: s.Name(), Kills: len(plan.Runs), OutageS: plan.Outage().Seconds()}
 	if err := s.Start(ctx); err != nil {
 		return res, err
@@ -75,9 +75,13 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan)
 			}
 		})
 	}
+	time.Sleep(time.Second) // links up (the bridge waits for a Hello), publishers connected
 	warmFrom := time.Now()
 	time.Sleep(plan.Warmup)
 	warmTo := time.Now()
+	// Frames of the window's last moments are still on their way; give
+	// them time so the latency is not the outage's.
+	time.Sleep(500 * time.Millisecond)
 	c.Down()
 	for i, d := range plan.Runs {
 		if i == plan.UpAt {
@@ -105,7 +109,7 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan)
 		return res, err
 	}
 	t := count(s.Source().Logs(), c)
-	if _, err := waitArrivals(ctx, c, t.Acked, 5*time.Second, 90*time.Second); err != nil {
+	if _, err := waitArrivals(ctx, c, t.Acked, settle, 90*time.Second); err != nil {
 		return res, err
 	}
 	res.tally = count(s.Source().Logs(), c)

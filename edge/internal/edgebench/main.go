@@ -38,17 +38,20 @@ type params struct {
 	Kills          int           `json:"kills"`
 	Warmup         time.Duration `json:"-"`
 	Window         int           `json:"publisher_window"`
+	// Settle: a subject that has lost samples is done when nothing new
+	// arrived at the cloud broker for this long.
+	Settle time.Duration `json:"-"`
 	Seed           uint64        `json:"seed"`
 }
 
 func fullParams(seed uint64) params {
 	return params{Bowls: 4, DurableFor: 1500 * time.Millisecond, LiveSamples: 400_000, BacklogSamples: 1_000_000,
-		Kills: 20, Warmup: 3 * time.Second, Window: mcuRing, Seed: seed}
+		Kills: 20, Warmup: 3 * time.Second, Window: mcuRing, Settle: 5 * time.Second, Seed: seed}
 }
 
 func quickParams(seed uint64) params {
-	return params{Bowls: 4, DurableFor: 400 * time.Millisecond, LiveSamples: 100_000, BacklogSamples: 200_000,
-		Kills: 5, Warmup: 1500 * time.Millisecond, Window: mcuRing, Seed: seed}
+	return params{Bowls: 4, DurableFor: 300 * time.Millisecond, LiveSamples: 100_000, BacklogSamples: 200_000,
+		Kills: 6, Warmup: time.Second, Window: mcuRing, Settle: 1500 * time.Millisecond, Seed: seed}
 }
 
 // result is the --json output.
@@ -188,7 +191,7 @@ func run(ctx context.Context, log *slog.Logger, dir string, p params) (result, e
 	}{{"agent", agentMaker}, {"mosq-default", mosqMaker(false)}, {"mosq-onchange", mosqMaker(true)}}
 	for _, sj := range subjects {
 		if err := with("live-"+sj.name, sj.mk, lifted, func(s subject, c *cloud) error {
-			r, err := runLive(ctx, s, c, p.Bowls, p.LiveSamples)
+			r, err := runLive(ctx, s, c, p.Bowls, p.LiveSamples, p.Settle)
 			res.Live = append(res.Live, r)
 			return err
 		}); err != nil {
@@ -197,7 +200,7 @@ func run(ctx context.Context, log *slog.Logger, dir string, p params) (result, e
 	}
 	for _, sj := range subjects[:2] {
 		if err := with("backlog-"+sj.name, sj.mk, lifted, func(s subject, c *cloud) error {
-			r, err := runBacklog(ctx, s, c, p.Bowls, p.BacklogSamples)
+			r, err := runBacklog(ctx, s, c, p.Bowls, p.BacklogSamples, p.Settle)
 			res.Backlog = append(res.Backlog, r)
 			return err
 		}); err != nil {
@@ -207,7 +210,7 @@ func run(ctx context.Context, log *slog.Logger, dir string, p params) (result, e
 	plan := newKillPlan(p.Seed, p.Kills, p.Warmup)
 	for _, sj := range subjects {
 		if err := with("kill-"+sj.name, sj.mk, 0, func(s subject, c *cloud) error {
-			r, err := runKill(ctx, s, c, p.Bowls, plan)
+			r, err := runKill(ctx, s, c, p.Bowls, plan, p.Settle)
 			res.Kill = append(res.Kill, r)
 			return err
 		}); err != nil {

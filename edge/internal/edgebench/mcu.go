@@ -25,6 +25,7 @@ type mcuSource struct {
 	mcus   []*sim.MCU
 	socks  []string
 	seqs   [][]uint32 // per bowl: frame number -> MCU sequence number
+	uptime []uint32   // per bowl: the uptime stamped on the last frame (ms)
 	mu     sync.Mutex
 	start  time.Time // the MCUs' boot: uptime 0
 	cancel context.CancelFunc
@@ -33,7 +34,7 @@ type mcuSource struct {
 
 func newMCUSource(dir string, bowls int) (*mcuSource, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &mcuSource{logs: newBowlLogs(bowls), seqs: make([][]uint32, bowls), start: time.Now(), cancel: cancel}
+	s := &mcuSource{logs: newBowlLogs(bowls), seqs: make([][]uint32, bowls), uptime: make([]uint32, bowls), start: time.Now(), cancel: cancel}
 	for i := range bowls {
 		mcu, err := sim.NewMCU(sim.MCUConfig{DeviceID: s.logs[i].Thing, RingSize: mcuRing, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -76,7 +77,14 @@ func (s *mcuSource) Push(ctx context.Context, b int, mg []int32) error {
 	mcu := s.mcus[b]
 	seq := mcu.NextSeq() // one pusher per bowl: Push gives this frame this number
 	at := time.Now()
-	if err := mcu.Push(ctx, uint32(at.Sub(s.start).Milliseconds()), frame.WeightBatch{RateHz: 50, Milligrams: mg}); err != nil {
+	// A frame is stamped with the uptime of its first sample: the real
+	// time since boot, but never less than 20 ms per sample after the last
+	// frame. At full speed the readings thus keep their 50 Hz spacing, as
+	// a backlog the firmware measured earlier would; the detector's time
+	// windows see a realistic signal.
+	up := max(uint32(at.Sub(s.start).Milliseconds()), s.uptime[b])
+	s.uptime[b] = up + uint32(len(mg))*20
+	if err := mcu.Push(ctx, up, frame.WeightBatch{RateHz: 50, Milligrams: mg}); err != nil {
 		return fmt.Errorf("bowl %d: push: %w", b, err)
 	}
 	s.logs[b].add(mg, at)

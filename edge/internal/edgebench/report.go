@@ -13,7 +13,7 @@ func printTables(out io.Writer, r result) {
 	fmt.Fprintf(out, "edgebench: %d bowls, mosquitto %s, %.0f s\n\n", p.Bowls, r.Mosquitto, r.Seconds)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	defer w.Flush()
-	fmt.Fprintln(w, "durable (in process: agent sink + bbolt outbox, fsync on, 4 bowls)\t\t\t\t")
+	fmt.Fprintf(out, "durable (in process: agent sink + bbolt outbox, fsync on, %d bowls delivering 50-sample frames)\n", p.Bowls)
 	fmt.Fprintln(w, "records/Deliver\tsamples/Deliver\tsamples/s\tDelivers/commit\t")
 	for _, d := range r.Durable {
 		fmt.Fprintf(w, "%d\t%d\t%s\t%.1f\t\n", d.RecordsPerDeliver, d.SamplesPerDeliver, rate(d.SamplesPerSec), d.DeliversPerCommit)
@@ -43,6 +43,10 @@ func printTables(out io.Writer, r result) {
 		if b.FileBytes > 0 {
 			fmt.Fprintf(out, "  %s outbox file: %.1f MB\n", b.Subject, float64(b.FileBytes)/(1<<20))
 		}
+		if g := b.GoMemory; g != nil {
+			fmt.Fprintf(out, "  %s Go heap with the backlog: in use %.1f MB, idle %.1f MB (released to the OS %.1f MB), next GC at %.1f MB\n",
+				b.Subject, g.HeapInuseMB, g.HeapIdleMB, g.HeapReleasedMB, g.NextGCMB)
+		}
 		if b.DropLogs > 0 {
 			fmt.Fprintf(out, "  %s logged %d \"dropped\" lines (max_queued_messages)\n", b.Subject, b.DropLogs)
 		}
@@ -50,8 +54,8 @@ func printTables(out io.Writer, r result) {
 
 	if len(r.Kill) > 0 {
 		k := r.Kill[0]
-		fmt.Fprintf(out, "\nkill -9 (%d bowls x 50 Hz in real time, %d SIGKILLs, cloud broker down %.1f s of it; agent at its default 100 msg/s)\n",
-			p.Bowls, k.Kills, k.OutageS)
+		fmt.Fprintf(out, "\nkill -9 (%d bowls x 50 Hz in real time, %d SIGKILLs, cloud broker down %.1f s across the first %d; agent at its default 100 msg/s)\n",
+			p.Bowls, k.Kills, k.OutageS, p.Kills*2/3)
 	}
 	fmt.Fprintln(w, "subject\tpushed\tacked\tat cloud\tLOST (acked, not at cloud)\tlost %\tdup deliveries\tp50 ms\tp99 ms\t")
 	for _, k := range r.Kill {

@@ -40,9 +40,10 @@ type agentSubject struct {
 	bin   string
 	dir   string
 	cloud string
-	rate  float64
-	src   *mcuSource
-	p     *proc
+	rate   float64
+	status string // loopback status endpoint (host:port)
+	src    *mcuSource
+	p      *proc
 }
 
 func newAgentSubject(bin, dir, cloudURL string, bowls int, rate float64) (*agentSubject, error) {
@@ -50,7 +51,12 @@ func newAgentSubject(bin, dir, cloudURL string, bowls int, rate float64) (*agent
 	if err != nil {
 		return nil, err
 	}
-	return &agentSubject{bin: bin, dir: dir, cloud: cloudURL, rate: rate, src: src}, nil
+	port, err := freePort()
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return &agentSubject{bin: bin, dir: dir, cloud: cloudURL, rate: rate, status: fmt.Sprintf("127.0.0.1:%d", port), src: src}, nil
 }
 
 func (a *agentSubject) Name() string   { return "bowline-edge" }
@@ -58,12 +64,15 @@ func (a *agentSubject) Source() source { return a.src }
 func (a *agentSubject) Pid() int       { return a.p.Pid() }
 func (a *agentSubject) Kill()          { a.p.Kill() }
 
+// MetricsURL is the agent's Prometheus endpoint.
+func (a *agentSubject) MetricsURL() string { return "http://" + a.status + "/metrics" }
+
 // OutboxPath is the agent's bbolt file.
 func (a *agentSubject) OutboxPath() string { return filepath.Join(a.dir, "outbox.db") }
 
 func (a *agentSubject) args() []string {
 	args := []string{"run", "--tenant", "t1", "--gateway", "gw-bench", "--broker", a.cloud,
-		"--outbox", a.OutboxPath(), "--status-addr", "off", "--log-level", "warn",
+		"--outbox", a.OutboxPath(), "--status-addr", a.status, "--log-level", "warn",
 		"--mqtt-backoff-min", "20ms", "--mqtt-backoff-max", "500ms"}
 	if a.rate > 0 {
 		args = append(args, "--mqtt-rate", fmt.Sprint(a.rate))

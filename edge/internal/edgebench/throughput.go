@@ -42,7 +42,7 @@ func pushAll(ctx context.Context, src source, bowls, total int) error {
 
 // runLive measures samples/s acknowledged to the source and samples/s at
 // the cloud broker, the broker up throughout.
-func runLive(ctx context.Context, s subject, c *cloud, bowls, total int) (liveResult, error) {
+func runLive(ctx context.Context, s subject, c *cloud, bowls, total int, settle time.Duration) (liveResult, error) {
 	res := liveResult{Subject: s.Name(), Samples: total}
 	if err := s.Start(ctx); err != nil {
 		return res, err
@@ -61,7 +61,7 @@ func runLive(ctx context.Context, s subject, c *cloud, bowls, total int) (liveRe
 		return res, err
 	}
 	acked := time.Since(start)
-	lastAt, err := waitArrivals(ctx, c, total, 5*time.Second, 120*time.Second)
+	lastAt, err := waitArrivals(ctx, c, total, settle, 120*time.Second)
 	res.PeakMemory = mem.Peak()
 	if err != nil {
 		return res, err
@@ -86,13 +86,16 @@ type backlogResult struct {
 	AtCloud     int     `json:"at_cloud"`
 	Lost        int     `json:"lost"`
 	FileBytes   int64   `json:"file_bytes,omitempty"`
+	// GoMemory is the agent's runtime view at the same moment as
+	// WithBacklog (agent only).
+	GoMemory *goMemory `json:"go_memory_with_backlog,omitempty"`
 	DropLogs    int     `json:"mosquitto_drop_log_lines,omitempty"`
 }
 
 // runBacklog fills s with total samples while the cloud broker is down,
 // reads the process's memory holding them, then brings the broker up and
 // measures the drain.
-func runBacklog(ctx context.Context, s subject, c *cloud, bowls, total int) (backlogResult, error) {
+func runBacklog(ctx context.Context, s subject, c *cloud, bowls, total int, settle time.Duration) (backlogResult, error) {
 	res := backlogResult{Subject: s.Name(), Samples: total}
 	c.Down()
 	if err := s.Start(ctx); err != nil {
@@ -117,13 +120,20 @@ func runBacklog(ctx context.Context, s subject, c *cloud, bowls, total int) (bac
 		return res, err
 	}
 	res.WithBacklog = m
+	if a, ok := s.(*agentSubject); ok {
+		g, err := scrapeGoMemory(ctx, a.MetricsURL())
+		if err != nil {
+			return res, err
+		}
+		res.GoMemory = &g
+	}
 	mem := sampleMemory(s.Pid)
 	if err := c.Up(); err != nil {
 		mem.Peak()
 		return res, err
 	}
 	start = time.Now()
-	lastAt, err := waitArrivals(ctx, c, total, 8*time.Second, 300*time.Second)
+	lastAt, err := waitArrivals(ctx, c, total, settle+3*time.Second, 300*time.Second)
 	res.DrainPeak = mem.Peak()
 	if err != nil {
 		return res, err
