@@ -41,7 +41,7 @@ type params struct {
 	// Settle: a subject that has lost samples is done when nothing new
 	// arrived at the cloud broker for this long.
 	Settle time.Duration `json:"-"`
-	Seed           uint64        `json:"seed"`
+	Seed   uint64        `json:"seed"`
 }
 
 func fullParams(seed uint64) params {

@@ -37,9 +37,9 @@ var (
 // agentSubject runs bowline-edge against the cloud broker, fed by
 // simulated MCUs.
 type agentSubject struct {
-	bin   string
-	dir   string
-	cloud string
+	bin    string
+	dir    string
+	cloud  string
 	rate   float64
 	status string // loopback status endpoint (host:port)
 	src    *mcuSource

@@ -89,7 +89,7 @@ type backlogResult struct {
 	// GoMemory is the agent's runtime view at the same moment as
 	// WithBacklog (agent only).
 	GoMemory *goMemory `json:"go_memory_with_backlog,omitempty"`
-	DropLogs    int     `json:"mosquitto_drop_log_lines,omitempty"`
+	DropLogs int       `json:"mosquitto_drop_log_lines,omitempty"`
 }
 
 // runBacklog fills s with total samples while the cloud broker is down,
