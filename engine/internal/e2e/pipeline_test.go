@@ -22,21 +22,17 @@ import (
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
-// TestBowlineRelayAndWorkerDeliver: `bowline relay` and `bowline worker`
+// relayAndWorkerDeliver: `bowline relay` and `bowline worker`
 // as processes carry an event row written to the events table to every
 // DURABLE subscription the catalog matches for it, each completed once in
 // the inbox; `bowline dead-letters --json` then reports none for the
 // tenant.
-func TestBowlineRelayAndWorkerDeliver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the bowline binary")
-	}
+func relayAndWorkerDeliver(t *testing.T, bin string) {
 	ctx := enginetest.Ctx(t)
 	cfg := lstest.AWSConfig(t)
 	names := lstest.Names(t)
 	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	in, _ := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
-	bin := buildBowline(t)
 	env := append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	start := func(args ...string) {
 		cmd := exec.Command(bin, args...)
