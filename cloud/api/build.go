@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/catalog"
@@ -24,7 +25,7 @@ type BuildConfig struct {
 	// Settings are the tokens and the webhook secret (SettingsFromEnv).
 	Settings Settings
 	// Registry holds the API's and the engine's metrics; default a fresh
-	// one.
+	// one with the Go runtime and process collectors.
 	Registry *prometheus.Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -43,6 +44,7 @@ type Built struct {
 func Build(cfg BuildConfig) (*Built, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
+		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
