@@ -12,6 +12,8 @@ import (
 
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/catalog"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/reconcile"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -40,7 +42,7 @@ type Built struct {
 
 // Build wires an API the way `bowline api` and `bowline dev` run it: a
 // DynamoDB client built with awsenv.DynamoDBOptions, an engine with the
-// Bowline catalog and Prometheus metrics, and the ChainReconciler.
+// Bowline catalog and Prometheus metrics, and the StackReconciler (engine/reconcile).
 func Build(cfg BuildConfig) (*Built, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -62,15 +64,18 @@ func Build(cfg BuildConfig) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api engine: %w", err)
 	}
-	rec, err := NewReconciler(ReconcilerConfig{
-		DB: db, Queue: sqs.NewFromConfig(cfg.AWS),
-		EventsTable: cfg.Names.EventsTable(), InboxTable: cfg.Names.InboxTable(),
-		DeadLettersTable: cfg.Names.DeadLettersTable(), DLQName: cfg.Names.EventsDLQ(),
-		Subscriptions: cat.Subscriptions,
-	})
+	letters, err := deadletter.New(db, cfg.Names.DeadLettersTable(), nil)
 	if err != nil {
 		eng.Close()
 		return nil, err
+	}
+	queue := sqs.NewFromConfig(cfg.AWS)
+	rec := &StackReconciler{
+		Config: reconcile.Config{
+			Chains: engine.NewVerifier(db, cfg.Names.EventsTable(), 0), DeadLetters: letters, Queue: queue,
+			Unsettled: reconcile.InboxCheck{DB: db, EventsTable: cfg.Names.EventsTable(), InboxTable: cfg.Names.InboxTable(), Subscriptions: cat.Subscriptions},
+		},
+		Queue: queue, DLQName: cfg.Names.EventsDLQ(),
 	}
 	a, err := New(Config{
 		Emitter: eng, DB: db, Names: cfg.Names,

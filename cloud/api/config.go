@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/reconcile"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
@@ -42,7 +43,7 @@ type DynamoDB interface {
 // Reconciler produces the operator's reconcile report. It may be slow (it
 // verifies every chain); the request's context bounds it.
 type Reconciler interface {
-	Reconcile(ctx context.Context) (Report, error)
+	Reconcile(ctx context.Context) (reconcile.Report, error)
 }
 
 // Config configures the API.

@@ -38,12 +38,22 @@ var (
 	_ QueueAPI    = (*sqs.Client)(nil)
 )
 
-// Config configures Reconcile. All fields are required.
+// Unsettled counts a tenant's DURABLE work that reached no final inbox
+// state (InboxCheck).
+type Unsettled interface {
+	Unsettled(ctx context.Context, tenant string) (int, error)
+}
+
+var _ Unsettled = InboxCheck{}
+
+// Config configures Reconcile. All fields but Unsettled are required.
 type Config struct {
 	Chains      Chains
 	DeadLetters DeadLetters
 	Queue       QueueAPI
 	DLQURL      string
+	// Unsettled, when set, adds each tenant's unsettled work to the report.
+	Unsettled Unsettled
 }
 
 // Validate checks the config.
@@ -63,6 +73,9 @@ type Tenant struct {
 	FirstBadSeq uint64 `json:"first_bad_seq,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	DeadLetters int    `json:"dead_letters"`
+	// Unsettled counts DURABLE work older than the grace period that is
+	// neither completed nor dead (only with Config.Unsettled).
+	Unsettled int `json:"unsettled"`
 }
 
 // Report is the reconciliation (DESIGN.md, GET /v1/ops/reconcile).
@@ -75,6 +88,8 @@ type Report struct {
 	// Unmatched counts events that matched no durable subscription.
 	Unmatched       int            `json:"unmatched"`
 	UnmatchedByType map[string]int `json:"unmatched_by_type,omitempty"`
+	// Unsettled sums the tenants' unsettled work: lost or stuck deliveries.
+	Unsettled int `json:"unsettled"`
 }
 
 // OK reports whether nothing needs an operator.
@@ -84,7 +99,7 @@ func (r Report) OK() bool {
 			return false
 		}
 	}
-	return r.DeadLetters == 0 && r.PoisonPills == 0 && r.DLQDepth == 0 && r.Unmatched == 0
+	return r.DeadLetters == 0 && r.PoisonPills == 0 && r.DLQDepth == 0 && r.Unmatched == 0 && r.Unsettled == 0
 }
 
 // Reconcile builds the report.
@@ -118,10 +133,17 @@ func Reconcile(ctx context.Context, cfg Config) (Report, error) {
 		if err != nil {
 			return Report{}, fmt.Errorf("verify chain of tenant %q: %w", t, err)
 		}
-		rep.Tenants = append(rep.Tenants, Tenant{
+		line := Tenant{
 			Tenant: t, Events: cr.Events, ChainIntact: cr.Intact, FirstBadSeq: cr.FirstBadSeq,
 			Reason: string(cr.Reason), DeadLetters: open[t],
-		})
+		}
+		if cfg.Unsettled != nil {
+			if line.Unsettled, err = cfg.Unsettled.Unsettled(ctx, t); err != nil {
+				return Report{}, err
+			}
+			rep.Unsettled += line.Unsettled
+		}
+		rep.Tenants = append(rep.Tenants, line)
 	}
 	// Dead letters of a tenant without a chain still show up.
 	for t, n := range open {

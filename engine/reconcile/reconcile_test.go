@@ -13,6 +13,7 @@ import (
 
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/internal/enginetest"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
@@ -86,5 +87,42 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInboxCheckCountsUnsettledWork: of an event's two DURABLE
+// subscriptions, one has a completed inbox row and one has none; after the
+// grace period the one without is unsettled, inside it nothing is.
+func TestInboxCheckCountsUnsettledWork(t *testing.T) {
+	ctx := enginetest.Ctx(t)
+	cfg := lstest.AWSConfig(t)
+	names := lstest.Names(t)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	tenant := "unsettled-" + suffix()
+	env := enginetest.Envelope(t, tenant, "com.payment_completed", 1, nil)
+	must(t, enginetest.PutEventRow(ctx, ddb, names.EventsTable(), env))
+	_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(names.InboxTable()), Item: map[string]types.AttributeValue{
+		"pk":     &types.AttributeValueMemberS{Value: inbox.Key(env.ID, "shopify_mirror")},
+		"status": &types.AttributeValueMemberS{Value: string(inbox.Completed)},
+	}})
+	must(t, err)
+	subs := []engine.Subscription{
+		{Name: "shopify_mirror", Pattern: "com.payment_completed", Lane: engine.Durable},
+		{Name: "book_shipment", Pattern: "com.payment_completed", Lane: engine.Durable},
+		{Name: "audit", Pattern: "com.*", Lane: engine.BestEffort},
+	}
+	check := InboxCheck{DB: ddb, EventsTable: names.EventsTable(), InboxTable: names.InboxTable(), Subscriptions: subs}
+	for _, c := range []struct {
+		now  time.Time
+		want int
+	}{{time.Now(), 0}, {time.Now().Add(time.Hour), 1}} {
+		check.Now = func() time.Time { return c.now }
+		got, err := check.Unsettled(ctx, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("Unsettled at %v = %d; want %d", c.now.Format(time.TimeOnly), got, c.want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
+	"github.com/bowline-iot/bowline/engine/reconcile"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/provision"
@@ -137,7 +138,7 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 	// notify_buyer is dead-lettered at once, the other two still run once,
 	// and the operator's reconcile report shows the dead letter and the
 	// event in the DLQ.
-	before := reconcile(t, p.APIURL, settings.OpsToken)
+	before := reconcileReport(t, p.APIURL, settings.OpsToken)
 	set.Notify.FailAlways(http.StatusBadRequest)
 	ev4 := pay("four")
 	waitFor(t, "shopify and shipping to see "+ev4, func() bool {
@@ -145,9 +146,9 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 		_, b := calls(set.Shipping, ev4+":book_shipment")
 		return a == 1 && b == 1
 	})
-	var rep api.Report
+	var rep reconcile.Report
 	waitFor(t, "the dead letter in reconcile", func() bool {
-		rep = reconcile(t, p.APIURL, settings.OpsToken)
+		rep = reconcileReport(t, p.APIURL, settings.OpsToken)
 		return rep.DeadLetters == before.DeadLetters+1 && rep.DLQDepth == before.DLQDepth+1
 	})
 	if all, ok := calls(set.Notify, ev4+":notify_buyer"); all != 1 || ok != 0 {
@@ -172,7 +173,7 @@ func TestOrderAndWebhookReachEachProviderOnce(t *testing.T) {
 	}
 }
 
-func reconcile(t *testing.T, base, token string) api.Report {
+func reconcileReport(t *testing.T, base, token string) reconcile.Report {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+"/v1/ops/reconcile", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -181,7 +182,7 @@ func reconcile(t *testing.T, base, token string) api.Report {
 		t.Fatalf("reconcile: %v", err)
 	}
 	defer resp.Body.Close()
-	var rep api.Report
+	var rep reconcile.Report
 	if resp.StatusCode != 200 {
 		t.Fatalf("reconcile = %d; want 200", resp.StatusCode)
 	}
