@@ -195,14 +195,23 @@ func (d *Detector) thresholds(out []Event, ref Ref, at time.Time) []Event {
 	return out
 }
 
+// maxActivitySamples bounds the activity window whatever the timestamps
+// (over 2.7 kHz in the default 1.5 s window; a load cell gives 50 Hz).
+const maxActivitySamples = 4096
+
 // active reports whether the raw samples of the last ActivityWindow
 // spread more than ActivityG (robustly: single-sample spikes do not count).
 func (d *Detector) active(at time.Time, x float64) bool {
 	st := &d.st
+	if n := len(st.RawT); n > 0 && at.UnixNano() < st.RawT[n-1] {
+		// The clock stepped back: the samples stamped before the step
+		// would hold the window open until the clock caught up.
+		st.Raw, st.RawT = st.Raw[:0], st.RawT[:0]
+	}
 	st.Raw = append(st.Raw, x)
 	st.RawT = append(st.RawT, at.UnixNano())
 	cut := at.Add(-d.cfg.ActivityWindow).UnixNano()
-	i := 0
+	i := max(0, len(st.RawT)-maxActivitySamples) // samples bunched in time
 	for i < len(st.RawT)-1 && st.RawT[i] < cut {
 		i++
 	}
