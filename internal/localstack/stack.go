@@ -225,9 +225,16 @@ func (s *Stack) Env() []string {
 func (s *Stack) Setenv() error {
 	for _, kv := range s.Env() {
 		k, v, _ := strings.Cut(kv, "=")
-		if err := os.Setenv(k, v); err != nil {
-			return fmt.Errorf("setenv %s: %w", k, err)
+		if err := setenv(k, v); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func setenv(k, v string) error {
+	if err := os.Setenv(k, v); err != nil {
+		return fmt.Errorf("setenv %s: %w", k, err)
 	}
 	return nil
 }

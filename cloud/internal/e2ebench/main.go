@@ -29,10 +29,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
-	"github.com/bowline-iot/bowline/internal/provision"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 // Result is the --json output.
@@ -96,25 +93,12 @@ func main() {
 }
 
 func run(ctx context.Context, n, warmup, conc int, poll time.Duration) (Result, error) {
-	stack, err := localstack.Start(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}})
+	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}}, "bench")
 	if err != nil {
 		return Result{}, err
 	}
 	defer stack.Close()
-	if err := stack.Setenv(); err != nil {
-		return Result{}, err
-	}
-	names, err := resources.New("bench" + randHex(3))
-	if err != nil {
-		return Result{}, err
-	}
-	cfg, err := awsenv.Load(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	if _, err := provision.Provision(ctx, cfg, names, provision.Options{Parts: []provision.Part{provision.Tables, provision.Queues}}); err != nil {
-		return Result{}, err
-	}
+	names, cfg := stack.Names, stack.AWS
 	token, secret := "tok-"+randHex(8), "whsec-"+randHex(8)
 	p, err := pipeline.Start(ctx, pipeline.Config{
 		AWS: cfg, Names: names, RelayPoll: poll,

@@ -14,8 +14,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -39,7 +37,6 @@ import (
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
-	"github.com/bowline-iot/bowline/internal/provision"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
@@ -98,27 +95,12 @@ func main() {
 }
 
 func run(ctx context.Context, log *slog.Logger, messages, perMsg, nThings int) (result, error) {
-	stack, err := localstack.Start(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.Kinesis, localstack.MQTT}, Logger: log})
+	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.Kinesis, localstack.MQTT}, Logger: log}, "bench")
 	if err != nil {
 		return result{}, err
 	}
 	defer stack.Close()
-	if err := stack.Setenv(); err != nil {
-		return result{}, err
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	names, err := resources.New("bench" + hex.EncodeToString(b[:]))
-	if err != nil {
-		return result{}, err
-	}
-	cfg, err := awsenv.Load(ctx)
-	if err != nil {
-		return result{}, err
-	}
-	if _, err := provision.Provision(ctx, cfg, names, provision.Options{Parts: []provision.Part{provision.Tables, provision.Streams}}); err != nil {
-		return result{}, err
-	}
+	names, cfg := stack.Names, stack.AWS
 	kin := kinesis.NewFromConfig(cfg)
 	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	reg, err := devices.New(ddb, names.AppTable(), nil)

@@ -47,7 +47,6 @@ import (
 	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
-	"github.com/bowline-iot/bowline/internal/provision"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
@@ -104,25 +103,12 @@ func run(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 
-	stack, err := localstack.Start(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}})
+	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}}, "bench")
 	if err != nil {
 		return err
 	}
 	defer stack.Close()
-	if err := stack.Setenv(); err != nil {
-		return err
-	}
-	names, err := resources.New("bench" + strings.ToLower(ulid.Make().String()[20:]))
-	if err != nil {
-		return err
-	}
-	plain, err := awsenv.Load(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := provision.Provision(ctx, plain, names, provision.Options{Parts: []provision.Part{provision.Tables, provision.Queues}}); err != nil {
-		return err
-	}
+	names, plain := stack.Names, stack.AWS
 	counted, calls := countingConfig(plain)
 	b := &bench{
 		names: names, events: *events, tenants: *tenants, pollers: *pollers,
