@@ -39,6 +39,11 @@ type Config struct {
 	ExpireEvery time.Duration
 	// CompactEvery is how often compaction is considered. Default 1h.
 	CompactEvery time.Duration
+	// Clock is the gateway's wall clock, to which the bridge maps each
+	// bowl's uptime (so it stamps every reading and detected event).
+	// Default time.Now. A simulation running faster than real time passes
+	// its simulated clock, so readings keep their device-clock spacing.
+	Clock func() time.Time
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -122,7 +127,7 @@ func New(cfg Config) (*Agent, error) {
 	if a.fwd, err = forward.New(cfg.Forward, a.out); err != nil {
 		return nil, err
 	}
-	if a.bridge, err = bridge.New(bridge.Config{Sink: a.sink, Logger: cfg.Logger.With("part", "bridge")}); err != nil {
+	if a.bridge, err = bridge.New(bridge.Config{Sink: a.sink, Now: cfg.Clock, Logger: cfg.Logger.With("part", "bridge")}); err != nil {
 		return nil, err
 	}
 	m := status.NewMetrics(a.reg, a.out.Stats)
