@@ -83,6 +83,7 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan,
 	// them time so the latency is not the outage's.
 	time.Sleep(500 * time.Millisecond)
 	c.Down()
+	connects := 0
 	for i, d := range plan.Runs {
 		if i == plan.UpAt {
 			if err := c.Up(); err != nil {
@@ -91,11 +92,17 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan,
 		}
 		time.Sleep(d)
 		s.Kill()
+		connects = c.Connects()
 		if err := s.Start(ctx); err != nil {
 			return res, fmt.Errorf("restart %d: %w", i+1, err)
 		}
 	}
 	if err := c.Up(); err != nil {
+		return res, err
+	}
+	// Only a connected last process can deliver what it holds; a bridge
+	// reconnects after its restart_timeout.
+	if err := waitFor(ctx, 60*time.Second, s.Name()+" to reconnect to the cloud broker", func() bool { return c.Connects() > connects }); err != nil {
 		return res, err
 	}
 	time.Sleep(time.Second) // the last process lives and takes a little more
@@ -109,7 +116,7 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan,
 		return res, err
 	}
 	t := count(s.Source().Logs(), c)
-	if _, err := waitArrivals(ctx, c, t.Acked, settle, 90*time.Second); err != nil {
+	if _, _, err := waitArrivals(ctx, c, t.Acked, settle, 90*time.Second); err != nil {
 		return res, err
 	}
 	res.tally = count(s.Source().Logs(), c)

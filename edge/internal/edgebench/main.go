@@ -50,8 +50,8 @@ func fullParams(seed uint64) params {
 }
 
 func quickParams(seed uint64) params {
-	return params{Bowls: 4, DurableFor: 300 * time.Millisecond, LiveSamples: 100_000, BacklogSamples: 200_000,
-		Kills: 6, Warmup: time.Second, Window: mcuRing, Settle: 1500 * time.Millisecond, Seed: seed}
+	return params{Bowls: 4, DurableFor: 300 * time.Millisecond, LiveSamples: 50_000, BacklogSamples: 200_000,
+		Kills: 5, Warmup: time.Second, Window: mcuRing, Settle: 1500 * time.Millisecond, Seed: seed}
 }
 
 // result is the --json output.

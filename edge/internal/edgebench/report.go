@@ -33,10 +33,10 @@ func printTables(out io.Writer, r result) {
 	w.Flush()
 
 	fmt.Fprintf(out, "\nbacklog (cloud broker down while %d samples are acknowledged; then up)\n", p.BacklogSamples)
-	fmt.Fprintln(w, "subject\tfill samples/s\tVmRSS MB\tRssAnon MB\tRssFile MB\tdrain samples/s\tdrain peak anon MB\tat cloud\tlost\t")
+	fmt.Fprintln(w, "subject\tfill samples/s\tVmRSS MB\tRssAnon MB\tRssFile MB\treconnect s\tdrain samples/s\tdrain peak anon MB\tat cloud\tlost\t")
 	for _, b := range r.Backlog {
-		fmt.Fprintf(w, "%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%d\t%d\t\n", b.Subject, rate(b.FillPerSec), mb(b.WithBacklog.VmRSS),
-			mb(b.WithBacklog.RssAnon), mb(b.WithBacklog.RssFile), rate(b.DrainPerSec), mb(b.DrainPeak.RssAnon), b.AtCloud, b.Lost)
+		fmt.Fprintf(w, "%s\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%.1f\t%d\t%d\t\n", b.Subject, rate(b.FillPerSec), mb(b.WithBacklog.VmRSS),
+			mb(b.WithBacklog.RssAnon), mb(b.WithBacklog.RssFile), b.ReconnectS, rate(b.DrainPerSec), mb(b.DrainPeak.RssAnon), b.AtCloud, b.Lost)
 	}
 	w.Flush()
 	for _, b := range r.Backlog {

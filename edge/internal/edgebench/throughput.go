@@ -61,7 +61,7 @@ func runLive(ctx context.Context, s subject, c *cloud, bowls, total int, settle 
 		return res, err
 	}
 	acked := time.Since(start)
-	lastAt, err := waitArrivals(ctx, c, total, settle, 120*time.Second)
+	_, lastAt, err := waitArrivals(ctx, c, total, settle, 120*time.Second)
 	res.PeakMemory = mem.Peak()
 	if err != nil {
 		return res, err
@@ -82,6 +82,9 @@ type backlogResult struct {
 	FillPerSec  float64 `json:"fill_acked_samples_per_s"`
 	WithBacklog memory  `json:"memory_with_backlog"`
 	DrainPeak   memory  `json:"memory_peak_while_draining"`
+	// ReconnectS is from the broker's return to the first sample of the
+	// backlog at it; DrainPerSec counts from that first sample on.
+	ReconnectS  float64 `json:"reconnect_s"`
 	DrainPerSec float64 `json:"drain_samples_per_s"`
 	AtCloud     int     `json:"at_cloud"`
 	Lost        int     `json:"lost"`
@@ -128,20 +131,28 @@ func runBacklog(ctx context.Context, s subject, c *cloud, bowls, total int, sett
 		res.GoMemory = &g
 	}
 	mem := sampleMemory(s.Pid)
+	connects := c.Connects()
 	if err := c.Up(); err != nil {
 		mem.Peak()
 		return res, err
 	}
 	start = time.Now()
-	lastAt, err := waitArrivals(ctx, c, total, settle+3*time.Second, 300*time.Second)
+	if err := waitFor(ctx, 60*time.Second, s.Name()+" to reconnect to the cloud broker", func() bool { return c.Connects() > connects }); err != nil {
+		mem.Peak()
+		return res, err
+	}
+	firstAt, lastAt, err := waitArrivals(ctx, c, total, settle, 300*time.Second)
 	res.DrainPeak = mem.Peak()
 	if err != nil {
 		return res, err
 	}
 	t := count(s.Source().Logs(), c)
 	res.AtCloud, res.Lost = t.AtCloud, t.Lost
-	if d := lastAt.Sub(start).Seconds(); d > 0 && t.AtCloud > 0 {
-		res.DrainPerSec = float64(t.AtCloud) / d
+	if !firstAt.IsZero() {
+		res.ReconnectS = firstAt.Sub(start).Seconds()
+		if d := lastAt.Sub(firstAt).Seconds(); d > 0 {
+			res.DrainPerSec = float64(t.AtCloud) / d
+		}
 	}
 	if ms, ok := s.(*mosquittoSubject); ok {
 		res.DropLogs = ms.Drops()

@@ -28,27 +28,31 @@ func waitFor(ctx context.Context, guard time.Duration, what string, cond func() 
 
 // waitArrivals waits until want distinct samples are at the cloud, or the
 // count stopped moving for settle (a subject that lost some), or guard
-// passes. It returns when the last new sample arrived.
-func waitArrivals(ctx context.Context, c *cloud, want int, settle, guard time.Duration) (time.Time, error) {
+// passes. It returns when the first and the last new sample arrived (as
+// seen by polling; zero first when none did).
+func waitArrivals(ctx context.Context, c *cloud, want int, settle, guard time.Duration) (first, last time.Time, err error) {
 	deadline := time.Now().Add(guard)
-	last, lastAt := c.Distinct(), time.Now()
-	for last < want {
+	n, lastAt := c.Distinct(), time.Now()
+	for n < want {
 		if time.Since(lastAt) > settle {
-			return lastAt, nil
+			return first, lastAt, nil
 		}
 		if time.Now().After(deadline) {
-			return lastAt, fmt.Errorf("waited %s for %d samples at the cloud broker; have %d", guard, want, last)
+			return first, lastAt, fmt.Errorf("waited %s for %d samples at the cloud broker; have %d", guard, want, n)
 		}
 		select {
 		case <-ctx.Done():
-			return lastAt, ctx.Err()
+			return first, lastAt, ctx.Err()
 		case <-time.After(poll):
 		}
-		if n := c.Distinct(); n != last {
-			last, lastAt = n, time.Now()
+		if m := c.Distinct(); m != n {
+			n, lastAt = m, time.Now()
+			if first.IsZero() {
+				first = lastAt
+			}
 		}
 	}
-	return lastAt, nil
+	return first, lastAt, nil
 }
 
 // sampler records the field-wise peak of a process's memory until stopped.
