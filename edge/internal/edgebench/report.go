@@ -64,6 +64,54 @@ func printTables(out io.Writer, r result) {
 	}
 	w.Flush()
 	fmt.Fprintln(out, "  latency: frame handed to the MCU ring / publisher -> first sample at the cloud broker, warm-up before the outage")
+	printTargets(out, r)
+}
+
+// printTargets sets the run against issue 6's targets. It reports; it
+// does not judge a slow machine a failure.
+func printTargets(out io.Writer, r result) {
+	fmt.Fprintln(out, "\ntargets (issue 6)")
+	best, worst := 0.0, 0.0
+	for i, d := range r.Durable {
+		if i == 0 || d.SamplesPerSec > best {
+			best = d.SamplesPerSec
+		}
+		if i == 0 || d.SamplesPerSec < worst {
+			worst = d.SamplesPerSec
+		}
+	}
+	fill := 0.0
+	var agentBacklog *backlogResult
+	for i, b := range r.Backlog {
+		if b.Subject == "bowline-edge" {
+			agentBacklog, fill = &r.Backlog[i], b.FillPerSec
+		}
+	}
+	fmt.Fprintf(out, "  >= 100k samples/s durable: in process %s..%s (1..64 frames per Deliver), through the agent process %s  [%s]\n",
+		rate(worst), rate(best), rate(fill), verdict(best >= 1e5 && fill >= 1e5))
+	if b := agentBacklog; b != nil {
+		fmt.Fprintf(out, "  RSS < 40 MB with a %d-sample backlog: VmRSS %.1f MB (RssAnon %.1f, RssFile %.1f)  [%s]\n",
+			b.Samples, mb(b.WithBacklog.VmRSS), mb(b.WithBacklog.RssAnon), mb(b.WithBacklog.RssFile), verdict(b.WithBacklog.VmRSS < 40*1024))
+	}
+	agentLost, baseLost := -1, 0
+	for _, k := range r.Kill {
+		if k.Subject == "bowline-edge" {
+			agentLost = k.Lost
+		} else {
+			baseLost = max(baseLost, k.Lost)
+		}
+		fmt.Fprintf(out, "  kill -9: %s lost %d of %d acknowledged samples\n", k.Subject, k.Lost, k.Acked)
+	}
+	if agentLost >= 0 {
+		fmt.Fprintf(out, "  zero loss where mosquitto loses  [%s]\n", verdict(agentLost == 0 && baseLost > 0))
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
 }
 
 func rate(v float64) string {
