@@ -73,13 +73,13 @@ func (i ingestCounter) Acked(kind, _, _ string, _, _ uint64, samples int, _ time
 
 type workerCounter struct{ c *counters }
 
-func (workerCounter) Received(int)            {}
-func (workerCounter) Claim(string, string)    {}
-func (w workerCounter) DeadLetter(string)     { w.c.dead.Add(1) }
-func (workerCounter) Poison()                 {}
-func (workerCounter) Unmatched(string)        {}
-func (workerCounter) Deleted()                {}
-func (workerCounter) ForwardedToDLQ()         {}
+func (workerCounter) Received(int)         {}
+func (workerCounter) Claim(string, string) {}
+func (w workerCounter) DeadLetter(string)  { w.c.dead.Add(1) }
+func (workerCounter) Poison()              {}
+func (workerCounter) Unmatched(string)     {}
+func (workerCounter) Deleted()             {}
+func (workerCounter) ForwardedToDLQ()      {}
 func (w workerCounter) Handled(_, outcome string, _ time.Duration) {
 	switch outcome {
 	case worker.HandledOK:
