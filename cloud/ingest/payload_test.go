@@ -67,6 +67,11 @@ func TestDecodeEvent(t *testing.T) {
 		{"empty with level", ev("bowl.empty", `{"level_g":0}`), ""},
 		{"fault", ev("bowl.device_fault", `{"code":"E_SCALE","detail":"load cell open"}`), ""},
 		{"fault empty code", ev("bowl.device_fault", `{"code":"","detail":"x"}`), ReasonInvalid},
+		// The edge agent sends the firmware's numeric code (4: ring overflow).
+		{"fault numeric code", ev("bowl.device_fault", `{"code":4,"detail":"77 readings refused: ring full"}`), ""},
+		{"fault negative code", ev("bowl.device_fault", `{"code":-1,"detail":"x"}`), ReasonInvalid},
+		{"fault fractional code", ev("bowl.device_fault", `{"code":1.5,"detail":"x"}`), ReasonInvalid},
+		{"fault object code", ev("bowl.device_fault", `{"code":{},"detail":"x"}`), ReasonInvalid},
 		{"dropped", ev("bowl.telemetry_dropped", `{"from_seq":10,"to_seq":19,"count":10,"from":"2026-11-20T00:00:00Z","to":"2026-11-20T00:01:00Z","reason":"ttl"}`), ""},
 		{"dropped fractional", ev("bowl.telemetry_dropped", `{"from_seq":1.5,"to_seq":19,"count":10,"reason":"ttl"}`), ReasonInvalid},
 		{"unknown data field", ev("bowl.refilled", `{"grams_added":200,"level_g":450,"tenant":"t2"}`), ReasonInvalid},

@@ -21,6 +21,7 @@ const (
 	text                       // a string, possibly empty
 	nonEmpty                   // a non-empty string
 	timestamp                  // an RFC 3339 time, not in the future
+	code                       // a non-empty string or a whole number >= 0
 )
 
 type field struct {
@@ -37,11 +38,13 @@ type schema []field
 // the edge outbox's bowl.telemetry_dropped). bowl.data_gap is raised by the
 // cloud only.
 var schemas = map[string]schema{
-	"bowl.meal_finished":     {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", text, false}},
-	"bowl.refilled":          {{"grams_added", nonNeg, false}, {"level_g", number, false}},
-	"bowl.food_low":          {{"level_g", number, false}, {"threshold_g", number, false}},
-	"bowl.empty":             {{"level_g", number, true}},
-	"bowl.device_fault":      {{"code", nonEmpty, false}, {"detail", text, false}},
+	"bowl.meal_finished": {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", text, false}},
+	"bowl.refilled":      {{"grams_added", nonNeg, false}, {"level_g", number, false}},
+	"bowl.food_low":      {{"level_g", number, false}, {"threshold_g", number, false}},
+	"bowl.empty":         {{"level_g", number, true}},
+	// The edge agent sends the firmware's numeric fault code (frame.FaultCode);
+	// a named code is accepted too.
+	"bowl.device_fault":      {{"code", code, false}, {"detail", text, false}},
 	"bowl.telemetry_dropped": {{"from_seq", counter, false}, {"to_seq", counter, false}, {"count", counter, false}, {"from", timestamp, true}, {"to", timestamp, true}, {"reason", nonEmpty, false}},
 }
 
@@ -100,6 +103,14 @@ func (s schema) check(data json.RawMessage, now time.Time, skew time.Duration) e
 
 func (f field) check(v json.RawMessage, now time.Time, skew time.Duration) error {
 	switch f.kind {
+	case code:
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return field{f.name, nonEmpty, f.optional}.check(v, now, skew)
+		}
+		if err := (field{f.name, counter, f.optional}).check(v, now, skew); err != nil {
+			return fmt.Errorf("%s is neither a non-empty string nor a whole number >= 0", v)
+		}
 	case number, nonNeg, counter:
 		var n float64
 		if err := json.Unmarshal(v, &n); err != nil {
