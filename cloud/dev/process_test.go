@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +76,18 @@ func TestDevProcessStopsCleanly(t *testing.T) {
 	var f dev.Figures
 	if l := next("status line"); json.Unmarshal([]byte(l), &f) != nil || f.At.IsZero() {
 		t.Fatalf("second line %q; want a JSON status line", l)
+	}
+	// One registry serves every in-process part's metrics at the API.
+	resp, err := http.Get(rep.API.MetricsURL)
+	if err != nil {
+		t.Fatalf("GET %s: %v", rep.API.MetricsURL, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{"bowline_ingest_messages_received_total", "bowline_worker_received_total", "go_goroutines"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("GET %s lacks %s", rep.API.MetricsURL, m)
+		}
 	}
 	children := descendants(cmd.Process.Pid)
 	for _, pid := range rep.EmulatorPids {
