@@ -143,7 +143,7 @@ func (e *Engine) emit(ctx context.Context, tenant string, ev Event) (Envelope, e
 		}
 	}
 
-	req := &request{ctx: ctx, env: env, writes: ev.Writes, key: ev.IdempotencyKey, size: size, done: make(chan struct{})}
+	req := &request{ctx: ctx, env: env, writes: ev.Writes, key: ev.IdempotencyKey, items: writeItems(ev.Writes), size: size, done: make(chan struct{})}
 	if err := e.submit(ctx, req); err != nil {
 		if dup := (*DuplicateError)(nil); errors.As(err, &dup) {
 			env.ID = dup.EventID

@@ -293,3 +293,53 @@ func TestEmitWithCanceledContextWritesNothing(t *testing.T) {
 		t.Errorf("log has %d events; want 0", len(got))
 	}
 }
+
+// TestWritesToOneItemNeverShareAGroup: two emits that both create one
+// item, queued together, go in separate transactions; the first commits,
+// and the second's ConditionFailedError is returned only once the first's
+// item can be read (the API's Idempotency-Key replay relies on this).
+func TestWritesToOneItemNeverShareAGroup(t *testing.T) {
+	f := newFixture(t, testCatalog(), nil)
+	tenant := newTenant(t)
+	ctx := ctxFor(t, tenant)
+	gate := make(chan struct{})
+	f.client.mu.Lock()
+	f.client.gate = gate
+	f.client.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	emit := func(i int, pk string) {
+		defer wg.Done()
+		_, errs[i] = f.engine.Emit(ctx, "com.payment_completed", map[string]any{"n": i}, putApp(f.names.AppTable(), pk, "attribute_not_exists(pk)"))
+	}
+	wg.Add(1)
+	go emit(0, "ORDER#"+tenant+"#first") // held at the gate
+	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 1 })
+	same := "ORDER#" + tenant + "#same"
+	wg.Add(2)
+	go emit(1, same)
+	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 1 })
+	go emit(2, same)
+	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 2 })
+	close(gate)
+	wg.Wait()
+
+	var cf *engine.ConditionFailedError
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("emits 0 and 1 = %v, %v; want both committed", errs[0], errs[1])
+	}
+	if !errors.As(errs[2], &cf) {
+		t.Fatalf("second emit creating %s = %v; want *ConditionFailedError", same, errs[2])
+	}
+	f.client.mu.Lock()
+	sizes := append([]int(nil), f.client.sizes...)
+	f.client.mu.Unlock()
+	for i, n := range sizes {
+		if n > 1 && i > 0 {
+			t.Errorf("events per transaction = %v; want the two writes to %s in separate transactions", sizes, same)
+		}
+	}
+	if rep := f.verify(t, tenant); !rep.Intact || rep.Events != 2 {
+		t.Errorf("VerifyChain = %+v; want intact with 2 events", rep)
+	}
+}

@@ -28,6 +28,7 @@ type request struct {
 	env    Envelope
 	writes []Write
 	key    string
+	items  []string // writeItems(writes)
 	size   int
 	done   chan struct{}
 	err    error
@@ -123,15 +124,16 @@ func (e *Engine) commitLoop(tl *tenantLog) {
 }
 
 // takeGroup takes the longest prefix of the queue that fits one
-// transaction; two emits with the same idempotency key never share one.
-// Called with tl.mu held.
+// transaction; two emits with the same idempotency key, or whose writes
+// touch the same item, never share one (the later waits for the next
+// group, so it sees the earlier one committed). Called with tl.mu held.
 func (e *Engine) takeGroup(tl *tenantLog) []*request {
 	actions, size := 1, 0
-	keys := map[string]bool{}
+	keys, items := map[string]bool{}, map[string]bool{}
 	n := 0
 	for _, r := range tl.queue {
 		if n > 0 && (n == e.cfg.MaxGroupEvents || actions+r.actions() > MaxTransactItems ||
-			size+r.size > MaxTransactBytes || (r.key != "" && keys[r.key])) {
+			size+r.size > MaxTransactBytes || (r.key != "" && keys[r.key]) || anyIn(r.items, items)) {
 			break
 		}
 		actions += r.actions()
@@ -139,12 +141,24 @@ func (e *Engine) takeGroup(tl *tenantLog) []*request {
 		if r.key != "" {
 			keys[r.key] = true
 		}
+		for _, it := range r.items {
+			items[it] = true
+		}
 		r.taken = true
 		n++
 	}
 	group := append([]*request(nil), tl.queue[:n]...)
 	tl.queue = append(tl.queue[:0], tl.queue[n:]...)
 	return group
+}
+
+func anyIn(ids []string, set map[string]bool) bool {
+	for _, id := range ids {
+		if set[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // part says which piece of which request a transaction item is.

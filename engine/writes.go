@@ -105,3 +105,37 @@ func valueSize(v types.AttributeValue) int {
 	}
 	return 0
 }
+
+// writeItems names the items writes touch, as "table\x00pk\x00sk", so a
+// group never holds two operations on one item: DynamoDB refuses such a
+// transaction, and DynamoDB Local instead evaluates the second against the
+// first, failing it before the first has committed. A Put is identified by
+// its "pk" and "sk" attributes (the key schema of every Bowline table); a
+// Put without "pk" is not identified.
+func writeItems(writes []Write) []string {
+	var ids []string
+	add := func(table *string, key map[string]types.AttributeValue) {
+		pk, ok := key["pk"].(*types.AttributeValueMemberS)
+		if !ok {
+			return
+		}
+		id := aws.ToString(table) + "\x00" + pk.Value
+		if sk, ok := key["sk"].(*types.AttributeValueMemberS); ok {
+			id += "\x00" + sk.Value
+		}
+		ids = append(ids, id)
+	}
+	for _, w := range writes {
+		switch {
+		case w.Put != nil:
+			add(w.Put.TableName, w.Put.Item)
+		case w.Update != nil:
+			add(w.Update.TableName, w.Update.Key)
+		case w.Delete != nil:
+			add(w.Delete.TableName, w.Delete.Key)
+		case w.ConditionCheck != nil:
+			add(w.ConditionCheck.TableName, w.ConditionCheck.Key)
+		}
+	}
+	return ids
+}
