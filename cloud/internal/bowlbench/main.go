@@ -32,13 +32,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/engine"
@@ -69,12 +69,7 @@ type Result struct {
 }
 
 // Summary is a latency distribution in milliseconds.
-type Summary struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
+type Summary = latency.Summary
 
 func main() {
 	bowls := flag.Int("bowls", 6, "simulated bowls, each with its own agent")
@@ -233,7 +228,7 @@ func run(ctx context.Context, bowls, pets int, speed, days float64, rate, startH
 		}
 	}
 	return Result{
-		Bowls: bowls, PetsPerBowl: pets, Speed: speed, RateHz: rate, SimDays: days, RelayPollMS: ms(poll),
+		Bowls: bowls, PetsPerBowl: pets, Speed: speed, RateHz: rate, SimDays: days, RelayPollMS: latency.Millis(poll),
 		Meals: len(e2e), SamplesPerSecond: float64(f.Samples) / elapsed.Seconds(),
 		OfferedSamplesPerSecond: float64(bowls*rate) * speed,
 		EndToEndMS:              summarize(e2e), IngestMS: summarize(ing), DeliveryMS: summarize(del),
@@ -293,19 +288,7 @@ func (a ackObserver) Acked(kind, _, thing string, seq, _ uint64, _ int, _ time.D
 	a.st.mu.Unlock()
 }
 
-func summarize(ds []time.Duration) Summary {
-	if len(ds) == 0 {
-		return Summary{}
-	}
-	slices.Sort(ds)
-	q := func(p float64) float64 {
-		i := int(float64(len(ds))*p+0.5) - 1
-		return ms(ds[max(0, min(i, len(ds)-1))])
-	}
-	return Summary{P50: q(0.50), P90: q(0.90), P99: q(0.99), Max: ms(ds[len(ds)-1])}
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func summarize(ds []time.Duration) Summary { return latency.Summarize(ds) }
 
 func randHex(n int) string {
 	b := make([]byte, n)

@@ -21,11 +21,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
@@ -47,12 +47,7 @@ type Result struct {
 }
 
 // Summary is a latency distribution in milliseconds.
-type Summary struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
+type Summary = latency.Summary
 
 func main() {
 	n := flag.Int("n", 200, "measured payments")
@@ -174,7 +169,7 @@ func run(ctx context.Context, n, warmup, conc int, poll time.Duration) (Result, 
 		return summarize(ds)
 	}
 	return Result{
-		Iterations: len(samples), Concurrency: conc, RelayPollMS: ms(poll),
+		Iterations: len(samples), Concurrency: conc, RelayPollMS: latency.Millis(poll),
 		OrderMS:           pick(func(s sample) time.Duration { return s.order }),
 		WebhookMS:         pick(func(s sample) time.Duration { return s.hook }),
 		EndToEndMS:        pick(func(s sample) time.Duration { return s.e2e }),
@@ -215,19 +210,7 @@ func waitCalls(ctx context.Context, set *fakes.Set, ev string) (time.Time, error
 	}
 }
 
-func summarize(ds []time.Duration) Summary {
-	if len(ds) == 0 {
-		return Summary{}
-	}
-	slices.Sort(ds)
-	q := func(p float64) float64 {
-		i := int(float64(len(ds))*p+0.5) - 1
-		return ms(ds[max(0, min(i, len(ds)-1))])
-	}
-	return Summary{P50: q(0.50), P90: q(0.90), P99: q(0.99), Max: ms(ds[len(ds)-1])}
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func summarize(ds []time.Duration) Summary { return latency.Summarize(ds) }
 
 func randHex(n int) string {
 	b := make([]byte, n)

@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +32,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/internal/awsenv"
@@ -150,13 +150,11 @@ func run(ctx context.Context, log *slog.Logger, messages, perMsg, nThings int) (
 	}
 	mean /= float64(len(res.RawSamplesPerSec))
 	res.RatioToRaw = float64(int(1000*rate/mean)) / 1000
-	slices.Sort(lat)
-	res.AckLatencyP50Ms = ms(lat[len(lat)/2])
-	res.AckLatencyP99Ms = ms(lat[len(lat)*99/100])
+	ack := latency.Summarize(lat)
+	res.AckLatencyP50Ms, res.AckLatencyP99Ms = ack.P50, ack.P99
 	return res, nil
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()/100) / 10 }
 
 func samplesOf(perMsg int, at time.Time) []ingest.Sample {
 	s := make([]ingest.Sample, perMsg)

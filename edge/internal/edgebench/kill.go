@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/latency"
 )
 
 // Real-time load of the kill phase: 50 Hz in frames of 100 ms.
@@ -48,7 +49,7 @@ type killResult struct {
 	tally             // pushed, acked, at cloud, lost
 	LostPct   float64 `json:"lost_pct_of_acked"`
 	Dups      int     `json:"duplicate_sample_deliveries"`
-	LatencyMS summary `json:"publish_to_cloud_ms"`
+	LatencyMS latency.Summary `json:"publish_to_cloud_ms"`
 	DropLogs  int     `json:"mosquitto_drop_log_lines,omitempty"`
 }
 
@@ -125,35 +126,10 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan,
 	}
 	cc := c.Counts()
 	res.Dups = cc.Samples - cc.Distinct
-	res.LatencyMS = summarize(latencies(s.Source().Logs(), c, warmFrom, warmTo))
+	res.LatencyMS = latency.Summarize(latencies(s.Source().Logs(), c, warmFrom, warmTo))
 	if ms, ok := s.(*mosquittoSubject); ok {
 		res.DropLogs = ms.Drops()
 	}
 	return res, nil
 }
 
-// summary is a latency distribution in milliseconds.
-type summary struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
-func summarize(ds []time.Duration) summary {
-	if len(ds) == 0 {
-		return summary{}
-	}
-	slices.Sort(ds)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return summary{N: len(ds), P50: ms(percentile(ds, 50)), P99: ms(percentile(ds, 99)), Max: ms(ds[len(ds)-1])}
-}
-
-// percentile returns the nearest-rank percentile p of sorted ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	i := int(float64(len(ds))*p/100+0.999999) - 1
-	return ds[max(0, min(i, len(ds)-1))]
-}

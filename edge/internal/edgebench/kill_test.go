@@ -6,36 +6,6 @@ import (
 	"time"
 )
 
-func TestPercentile(t *testing.T) {
-	ms := func(xs ...int) []time.Duration {
-		var out []time.Duration
-		for _, x := range xs {
-			out = append(out, time.Duration(x)*time.Millisecond)
-		}
-		return out
-	}
-	tests := []struct {
-		ds   []time.Duration
-		p    float64
-		want time.Duration
-	}{
-		{nil, 50, 0},
-		{ms(7), 99, 7 * time.Millisecond},
-		{ms(1, 2, 3, 4), 50, 2 * time.Millisecond},
-		{ms(1, 2, 3, 4), 99, 4 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 90, 9 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		if got := percentile(tt.ds, tt.p); got != tt.want {
-			t.Errorf("percentile(%v, %v) = %v; want %v", tt.ds, tt.p, got, tt.want)
-		}
-	}
-	s := summarize(ms(4, 1, 3, 2))
-	if want := (summary{N: 4, P50: 2, P99: 4, Max: 4}); s != want {
-		t.Fatalf("summarize = %+v; want %+v", s, want)
-	}
-}
-
 func TestKillPlanIsDeterministic(t *testing.T) {
 	a, b := newKillPlan(1, 20, time.Second), newKillPlan(1, 20, time.Second)
 	if !slices.Equal(a.Runs, b.Runs) || a.UpAt != b.UpAt {

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
@@ -235,11 +235,8 @@ func measure(ctx context.Context, design string, emit func(context.Context, stri
 	if res.Committed > 0 {
 		res.WritesPerEv = float64(res.WriteCalls) / float64(res.Committed)
 	}
-	slices.Sort(latencies)
-	pct := func(p float64) float64 {
-		return float64(latencies[int(p*float64(len(latencies)-1))]) / float64(time.Millisecond)
-	}
-	res.P50Ms, res.P99Ms = pct(0.50), pct(0.99)
+	lat := latency.Summarize(latencies)
+	res.P50Ms, res.P99Ms = lat.P50, lat.P99
 	res.ChainsIntact = true
 	inLogs := 0
 	for i := 0; i < min(tenants, emitters); i++ {
