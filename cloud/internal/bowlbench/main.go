@@ -38,10 +38,10 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 

@@ -25,10 +25,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/internal/localstack"
 )
 

@@ -32,10 +32,10 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -154,7 +154,6 @@ func run(ctx context.Context, log *slog.Logger, messages, perMsg, nThings int) (
 	res.AckLatencyP50Ms, res.AckLatencyP99Ms = ack.P50, ack.P99
 	return res, nil
 }
-
 
 func samplesOf(perMsg int, at time.Time) []ingest.Sample {
 	s := make([]ingest.Sample, perMsg)

@@ -43,14 +43,14 @@ func (p killPlan) Outage() time.Duration {
 
 // killResult is one subject through the plan.
 type killResult struct {
-	Subject   string  `json:"subject"`
-	Kills     int     `json:"kills"`
-	OutageS   float64 `json:"cloud_outage_s"`
-	tally             // pushed, acked, at cloud, lost
-	LostPct   float64 `json:"lost_pct_of_acked"`
-	Dups      int     `json:"duplicate_sample_deliveries"`
+	Subject   string          `json:"subject"`
+	Kills     int             `json:"kills"`
+	OutageS   float64         `json:"cloud_outage_s"`
+	tally                     // pushed, acked, at cloud, lost
+	LostPct   float64         `json:"lost_pct_of_acked"`
+	Dups      int             `json:"duplicate_sample_deliveries"`
 	LatencyMS latency.Summary `json:"publish_to_cloud_ms"`
-	DropLogs  int     `json:"mosquitto_drop_log_lines,omitempty"`
+	DropLogs  int             `json:"mosquitto_drop_log_lines,omitempty"`
 }
 
 // runKill streams 50 Hz x bowls in real time through s while the plan
@@ -132,4 +132,3 @@ func runKill(ctx context.Context, s subject, c *cloud, bowls int, plan killPlan,
 	}
 	return res, nil
 }
-
