@@ -97,6 +97,7 @@ func (s *System) startServices(ctx context.Context) error {
 		return fmt.Errorf("bind subscribers: %w", err)
 	}
 	w, err := worker.ForStack(ctx, awsCfg, names, bound.Subscriptions, func(c *worker.Config) {
+		c.Declared = bound.Declared
 		c.Pollers, c.WaitTime, c.RetryDelay = cfg.Pollers, workerWait, workerRetryDelay
 		c.Logger, c.Observer = log.With("part", "worker"), workerObservers{worker.NewMetrics(reg), s.counters.worker()}
 	})

@@ -64,6 +64,13 @@ type Config struct {
 	// Subscriptions are matched with engine.Match on the DURABLE lane;
 	// others are ignored. Each needs a Handler.
 	Subscriptions []engine.Subscription
+	// Declared reports whether the catalog declares an event type
+	// (engine.Catalog.Declared). A declared type that no DURABLE
+	// subscription matches is expected (com.order_created, say: its work,
+	// if any, is on other lanes), so it is deleted with a debug log; only
+	// undeclared types are logged as warnings and counted as unmatched.
+	// Nil counts every type without a DURABLE match as unmatched.
+	Declared func(eventType string) bool
 	// WorkerID names this worker in inbox rows. Default host-pid-ulid.
 	WorkerID string
 	// MaxReceiveCount is the queue's redrive maxReceiveCount: a failure on

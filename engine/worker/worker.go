@@ -182,6 +182,10 @@ func (w *Worker) handleMessage(ctx context.Context, m sqstypes.Message) bool {
 	}
 	log = log.With("event_id", env.ID, "type", env.Type, "tenant", env.Tenant)
 	subs := engine.Match(w.subs, engine.Durable, env.Type)
+	if len(subs) == 0 && w.cfg.Declared != nil && w.cfg.Declared(env.Type) {
+		log.Debug("declared event type has no durable subscriber")
+		return w.delete(ctx, m, log)
+	}
 	if len(subs) == 0 {
 		log.Warn("event matched no durable subscriber")
 		w.obs.Unmatched(env.Type)

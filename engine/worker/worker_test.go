@@ -325,6 +325,22 @@ func TestUnmatchedTypeCountedAndDeleted(t *testing.T) {
 	}
 }
 
+// TestDeclaredTypeWithoutDurableWorkIsNotUnmatched: a type the catalog
+// declares but no DURABLE subscription matches is deleted without counting
+// as unmatched; an undeclared type still counts.
+func TestDeclaredTypeWithoutDurableWorkIsNotUnmatched(t *testing.T) {
+	h := newHarness(t, 3*time.Second, 5)
+	h.start([]engine.Subscription{durable("record_intake", "bowl.*", func(context.Context, engine.Envelope) error { return nil })},
+		func(c *Config) { c.Declared = func(typ string) bool { return typ == "com.order_created" } })
+	h.send(enginetest.Envelope(t, h.tenant, "com.order_created", 1, nil))
+	h.waitFor("declared event deleted", func() bool { return h.obs.get("deleted") == 1 })
+	h.send(enginetest.Envelope(t, h.tenant, "com.surprise", 2, nil))
+	h.waitFor("undeclared event counted", func() bool { return h.obs.get("unmatched:com.surprise") == 1 })
+	if n := h.obs.get("unmatched:com.order_created"); n != 0 {
+		t.Errorf("unmatched count of the declared com.order_created = %d; want 0", n)
+	}
+}
+
 // TestLeaseTooLongRefused: Run refuses a lease as long as the visibility.
 func TestLeaseTooLongRefused(t *testing.T) {
 	h := newHarness(t, 3*time.Second, 5)
@@ -365,6 +381,7 @@ func (o *countingObserver) get(k string) int {
 }
 func (o *countingObserver) Poison()              { o.add("poison") }
 func (o *countingObserver) Unmatched(typ string) { o.add("unmatched:" + typ) }
+func (o *countingObserver) Deleted()             { o.add("deleted") }
 
 func (o *countingObserver) Claim(sub, outcome string) { o.add("claim:" + outcome) }
 

@@ -77,6 +77,7 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	w, err := worker.ForStack(ctx, cfg, names, bound.Subscriptions, func(c *worker.Config) {
+		c.Declared = bound.Declared
 		c.Pollers, c.Lease, c.WaitTime, c.RetryDelay = *pollers, *lease, *wait, *retryDelay
 		c.Logger, c.Observer = log, worker.NewMetrics(reg)
 	})
