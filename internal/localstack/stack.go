@@ -135,38 +135,35 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return s, nil
 }
 
+// emulators maps each child-process service to its starter and the
+// Stack field that holds its endpoint.
+var emulators = map[Service]struct {
+	start    func(ctx context.Context, root string, log *slog.Logger) (*process, error)
+	endpoint func(s *Stack) *string
+}{
+	DynamoDB: {startDynamoDB, func(s *Stack) *string { return &s.DynamoDBEndpoint }},
+	SQS:      {startFauxqs, func(s *Stack) *string { return &s.SQSEndpoint }},
+	Kinesis:  {startKinesis, func(s *Stack) *string { return &s.KinesisEndpoint }},
+}
+
 func (s *Stack) start(ctx context.Context, root string, svc Service) error {
 	var err error
-	switch svc {
-	case DynamoDB:
-		var p *process
-		p, err = startDynamoDB(ctx, root, s.log)
-		if p != nil {
-			s.add(p)
-			s.DynamoDBEndpoint = p.endpoint
-		}
-	case SQS:
-		var p *process
-		p, err = startFauxqs(ctx, root, s.log)
-		if p != nil {
-			s.add(p)
-			s.SQSEndpoint = p.endpoint
-		}
-	case Kinesis:
-		var p *process
-		p, err = startKinesis(ctx, root, s.log)
-		if p != nil {
-			s.add(p)
-			s.KinesisEndpoint = p.endpoint
-		}
-	case MQTT:
+	if svc == MQTT {
 		var b *broker
-		b, err = startBroker(s.log)
-		if b != nil {
+		if b, err = startBroker(s.log); b != nil {
 			s.mu.Lock()
 			s.mqtt = b
 			s.mu.Unlock()
 			s.MQTTAddr = "tcp://" + b.addr
+		}
+	} else {
+		emu := emulators[svc]
+		var p *process
+		// A child that started is kept (and stopped by Close) even when it
+		// never answered.
+		if p, err = emu.start(ctx, root, s.log); p != nil {
+			s.add(p)
+			*emu.endpoint(s) = p.endpoint
 		}
 	}
 	if err != nil {
