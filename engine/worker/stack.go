@@ -5,13 +5,9 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/deadletter"
-	"github.com/bowline-iot/bowline/engine/inbox"
-	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/engine/internal/queues"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
@@ -19,25 +15,11 @@ import (
 // DLQ, the inbox and dead_letters tables. tune, when not nil, adjusts the
 // config (pollers, lease, logger, observer) before it is validated.
 func ForStack(ctx context.Context, cfg aws.Config, names resources.Names, subs []engine.Subscription, tune func(*Config)) (*Worker, error) {
-	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
-	sq := sqs.NewFromConfig(cfg)
-	in, err := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
+	q, err := queues.Open(ctx, cfg, names)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("worker: %w", err)
 	}
-	dl, err := deadletter.New(ddb, names.DeadLettersTable(), nil)
-	if err != nil {
-		return nil, err
-	}
-	var urls [2]string
-	for i, q := range []string{names.EventsQueue(), names.EventsDLQ()} {
-		out, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q)})
-		if err != nil {
-			return nil, fmt.Errorf("worker: queue %s: %w", q, err)
-		}
-		urls[i] = aws.ToString(out.QueueUrl)
-	}
-	c := Config{Queue: sq, QueueURL: urls[0], DLQURL: urls[1], Inbox: in, DeadLetters: dl, Subscriptions: subs}
+	c := Config{Queue: q.SQS, QueueURL: q.QueueURL, DLQURL: q.DLQURL, Inbox: q.Inbox, DeadLetters: q.DeadLetters, Subscriptions: subs}
 	if tune != nil {
 		tune(&c)
 	}
