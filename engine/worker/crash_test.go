@@ -90,31 +90,41 @@ func runChild() int {
 	return 0
 }
 
+// startChild starts this test binary as a worker process (see the child
+// env vars) on h's queues, recording handler runs in the file runs; the
+// process is killed and reaped at cleanup.
+func startChild(t *testing.T, h *harness, runs, id string, block bool) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	b := "0"
+	if block {
+		b = "1"
+	}
+	cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+h.q.URL, childDLQEnv+"="+h.q.DLQURL,
+		childRunsEnv+"="+runs, childBlockEnv+"="+b, childIDEnv+"="+id)
+	cmd.Stderr = tWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
+	return cmd
+}
+
+// countRuns counts the handler runs recorded in the file runs whose line
+// starts with prefix ("start " or "done ").
+func countRuns(runs, prefix string) int {
+	b, _ := os.ReadFile(runs)
+	return bytes.Count(b, []byte(prefix))
+}
+
 // TestCrashBetweenClaimAndComplete: a handler blocks; kill -9 the worker
 // process between claim and complete; a new worker runs the handler again
 // after the visibility timeout, and it completes once.
 func TestCrashBetweenClaimAndComplete(t *testing.T) {
 	h := newHarness(t, 3*time.Second, 5)
 	runs := t.TempDir() + "/runs"
-	start := func(id string, block bool) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		b := "0"
-		if block {
-			b = "1"
-		}
-		cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+h.q.URL, childDLQEnv+"="+h.q.DLQURL,
-			childRunsEnv+"="+runs, childBlockEnv+"="+b, childIDEnv+"="+id)
-		cmd.Stderr = tWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-		return cmd
-	}
-	count := func(prefix string) int {
-		b, _ := os.ReadFile(runs)
-		return bytes.Count(b, []byte(prefix))
-	}
+	start := func(id string, block bool) *exec.Cmd { return startChild(t, h, runs, id, block) }
+	count := func(prefix string) int { return countRuns(runs, prefix) }
 	env := testEnvelope(t, h.tenant)
 	h.send(env)
 	a := start("worker-a", true)
@@ -149,25 +159,8 @@ func TestLeaseTakeoverWorkerProcess(t *testing.T) {
 	runs := t.TempDir() + "/runs"
 	env := testEnvelope(t, h.tenant)
 	h.send(env)
-	mk := func(id string, block bool) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		b := "0"
-		if block {
-			b = "1"
-		}
-		cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+h.q.URL, childDLQEnv+"="+h.q.DLQURL,
-			childRunsEnv+"="+runs, childBlockEnv+"="+b, childIDEnv+"="+id)
-		cmd.Stderr = tWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-		return cmd
-	}
-	count := func(prefix string) int {
-		b, _ := os.ReadFile(runs)
-		return bytes.Count(b, []byte(prefix))
-	}
+	mk := func(id string, block bool) *exec.Cmd { return startChild(t, h, runs, id, block) }
+	count := func(prefix string) int { return countRuns(runs, prefix) }
 	a := mk("worker-a", true)
 	h.waitFor("worker A to start the handler", func() bool { return count("start ") == 1 })
 	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
