@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bowline-iot/bowline/engine/catalog"
+	"github.com/bowline-iot/bowline/cloud/catalog"
 )
 
 // fieldKind is the JSON shape a data field must have.

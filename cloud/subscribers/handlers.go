@@ -3,8 +3,8 @@ package subscribers
 import (
 	"log/slog"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/catalog"
 )
 
 // Subscription names (engine/catalog) this package handles.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/catalog"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 

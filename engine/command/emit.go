@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/catalog"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/internal/enginetest"
+	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/engine/relay"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"

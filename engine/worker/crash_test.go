@@ -16,8 +16,8 @@ import (
 
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/engine/inbox"
-	"github.com/bowline-iot/bowline/engine/internal/enginetest"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/catalog"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/internal/awsenv"

@@ -16,9 +16,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
-	"github.com/bowline-iot/bowline/engine/catalog"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/relay"

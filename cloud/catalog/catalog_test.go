@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/catalog"
 )
 
 func TestBowlineCatalogPassesCheck(t *testing.T) {
