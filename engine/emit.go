@@ -47,8 +47,8 @@ type Event struct {
 	Writes []Write
 	// IdempotencyKey, if set, makes the emit idempotent per tenant: a repeat
 	// with the same key writes nothing and returns a *DuplicateError naming
-	// the first event (ingest uses "<thing>:<event id>", the API the
-	// client's Idempotency-Key).
+	// the first event (cloud ingest uses "<thing>/<event id>", `bowline
+	// emit` its --idempotency-key flag).
 	IdempotencyKey string
 }
 
@@ -181,7 +181,7 @@ func (e *Engine) runLocal(env Envelope) {
 func (e *Engine) dedupLookup(ctx context.Context, tenant, key string) (string, bool, error) {
 	out, err := e.cfg.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(e.cfg.InboxTable),
-		Key:            map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: DedupPK(tenant, key)}},
+		Key:            dedupKey(tenant, key),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

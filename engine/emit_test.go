@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestEmitCommitsEventAndWritesTogether(t *testing.T) {
@@ -141,12 +142,12 @@ func TestFailingConditionFailsOnlyItsEventInTheGroup(t *testing.T) {
 	}
 	wg.Add(1)
 	go emit(0, putApp(f.names.AppTable(), "ORDER#"+tenant+"#a", "attribute_not_exists(pk)"))
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 2 })
+	testkit.WaitFor(t, "emit 0 to be held at the gate", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 2 })
 	wg.Add(3)
 	go emit(1, putApp(f.names.AppTable(), "ORDER#"+tenant+"#b", "attribute_not_exists(pk)"))
 	go emit(2, putApp(f.names.AppTable(), taken, "attribute_not_exists(pk)")) // fails
 	go emit(3, putApp(f.names.AppTable(), "ORDER#"+tenant+"#c", "attribute_not_exists(pk)"))
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 3 })
+	testkit.WaitFor(t, "3 emits queued", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 3 })
 	close(gate)
 	wg.Wait()
 
@@ -175,17 +176,6 @@ func TestFailingConditionFailsOnlyItsEventInTheGroup(t *testing.T) {
 	}
 	if item := f.getItem(t, f.names.AppTable(), appKey("ORDER#"+tenant+"#b")); item == nil {
 		t.Errorf("write of emit 1 missing; want it committed with its event")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard only
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 30s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -314,13 +304,13 @@ func TestWritesToOneItemNeverShareAGroup(t *testing.T) {
 	}
 	wg.Add(1)
 	go emit(0, "ORDER#"+tenant+"#first") // held at the gate
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 1 })
+	testkit.WaitFor(t, "emit 0 to be held at the gate", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 1 })
 	same := "ORDER#" + tenant + "#same"
 	wg.Add(2)
 	go emit(1, same)
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 1 })
+	testkit.WaitFor(t, "emit 1 queued", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 1 })
 	go emit(2, same)
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 2 })
+	testkit.WaitFor(t, "emits 1 and 2 queued", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 2 })
 	close(gate)
 	wg.Wait()
 

@@ -6,12 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // lossyClient commits the first transaction for real and then reports a
@@ -89,12 +91,12 @@ func TestMalformedWriteFailsOnlyItsEvent(t *testing.T) {
 	}
 	wg.Add(1)
 	go emit(0)
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 2 })
+	testkit.WaitFor(t, "emit 0 to be held at the gate", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 0 && f.client.txCalls.Load() == 2 })
 	wg.Add(3)
 	go emit(1)
 	go emit(2, bad)
 	go emit(3)
-	waitFor(t, func() bool { return f.engine.QueueLen(tenant) == 3 })
+	testkit.WaitFor(t, "3 emits queued", 30*time.Second, func() bool { return f.engine.QueueLen(tenant) == 3 })
 	close(gate)
 	wg.Wait()
 	if !errors.Is(errs[2], engine.ErrRejected) {

@@ -6,15 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/bowline-iot/bowline/engine/attr"
+	"github.com/bowline-iot/bowline/internal/backoff"
 )
 
 // ErrUnknownOutcome: DynamoDB never answered the transaction definitively
@@ -206,7 +208,7 @@ func (e *Engine) commitGroup(tl *tenantLog, group []*request) {
 			if !tl.headKnown {
 				if err := e.readHead(tl); err != nil {
 					lastErr = err
-					e.backoff(&backoffs)
+					e.backoff(group, &backoffs)
 					continue
 				}
 			}
@@ -268,7 +270,7 @@ func (e *Engine) commitGroup(tl *tenantLog, group []*request) {
 			// token, which DynamoDB commits at most once.
 			unknown = true
 			e.cfg.Logger.Debug("emit retry", "tenant", tl.tenant, "events", len(group), "err", err)
-			e.backoff(&backoffs)
+			e.backoff(group, &backoffs)
 			continue
 		}
 		if unknown && e.committed(tl, at) {
@@ -294,7 +296,7 @@ func (e *Engine) cancelled(tl *tenantLog, group []*request, at *attempt, tce *ty
 			}
 			return nil, false
 		}
-		e.backoff(backoffs)
+		e.backoff(group, backoffs)
 		return group, false
 	}
 	failed := map[int]error{}
@@ -350,7 +352,7 @@ func (e *Engine) cancelled(tl *tenantLog, group []*request, at *attempt, tce *ty
 		// Cancelled with no reason we know: re-read the head and retry.
 		tl.headKnown = false
 	}
-	e.backoff(backoffs)
+	e.backoff(group, backoffs)
 	return group, throttled
 }
 
@@ -409,13 +411,41 @@ func (e *Engine) allDone(group []*request) bool {
 	return true
 }
 
-func (e *Engine) backoff(n *int) {
-	ceiling := e.cfg.BackoffBase << min(*n, 16)
-	if ceiling > e.cfg.BackoffMax || ceiling <= 0 {
-		ceiling = e.cfg.BackoffMax
-	}
+// backoff waits before group's next attempt, *n being the number of waits
+// so far: full jitter up to BackoffBase·2^n, capped at BackoffMax. The wait
+// ends early once no member is waiting for the answer any more; the
+// caller's loop then answers them.
+func (e *Engine) backoff(group []*request, n *int) {
+	ctx, stop := waiting(group)
+	defer stop()
+	policy := backoff.Policy{Base: e.cfg.BackoffBase, Max: e.cfg.BackoffMax, Jitter: 1}
+	_ = policy.Wait(ctx, *n) // an error only says every member's context ended
 	*n++
-	time.Sleep(time.Duration(rand.Int64N(int64(ceiling)) + 1))
+}
+
+// waiting returns a context that ends once every member of group has
+// stopped waiting (its context ended), and a func that releases it.
+func waiting(group []*request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	left := new(atomic.Int64)
+	left.Store(int64(len(group)))
+	if len(group) == 0 {
+		cancel()
+	}
+	stops := make([]func() bool, len(group))
+	for i, r := range group {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
 
 func isThrottle(code string) bool {
@@ -450,7 +480,7 @@ func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
 	now := e.cfg.Now().UTC()
 	head := &types.Update{
 		TableName:        aws.String(e.cfg.EventsTable),
-		Key:              map[string]types.AttributeValue{AttrPK: s(HeadPK(tl.tenant)), AttrSK: s(HeadSK)},
+		Key:              headKey(tl.tenant),
 		UpdateExpression: aws.String("SET #last_seq = :next, #last_hash = :hash, #tenant = :tenant, #updated_at = :now"),
 		ExpressionAttributeNames: map[string]string{
 			"#last_seq": AttrLastSeq, "#last_hash": AttrLastHash, "#tenant": AttrTenant, "#updated_at": AttrUpdatedAt,
@@ -486,12 +516,12 @@ func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
 			at.items = append(at.items, types.TransactWriteItem{Put: &types.Put{
 				TableName: aws.String(e.cfg.InboxTable),
 				Item: map[string]types.AttributeValue{
-					AttrPK:        s(DedupPK(tl.tenant, r.key)),
-					AttrEventID:   s(env.ID),
-					AttrTenant:    s(tl.tenant),
-					AttrType:      s(env.Type),
-					AttrCreatedAt: s(now.Format(TimeLayout)),
-					AttrTTL:       n(uint64(now.Add(e.cfg.DedupTTL).Unix())),
+					AttrPK:        attr.S(DedupPK(tl.tenant, r.key)),
+					AttrEventID:   attr.S(env.ID),
+					AttrTenant:    attr.S(tl.tenant),
+					AttrType:      attr.S(env.Type),
+					AttrCreatedAt: attr.S(now.Format(TimeLayout)),
+					AttrTTL:       attr.Uint(uint64(now.Add(e.cfg.DedupTTL).Unix())),
 				},
 				ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -504,10 +534,10 @@ func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
 		}
 	}
 	head.ExpressionAttributeValues = map[string]types.AttributeValue{
-		":next": n(seq), ":hash": s(prev), ":tenant": s(tl.tenant), ":now": s(now.Format(TimeLayout)),
+		":next": attr.Uint(seq), ":hash": attr.S(prev), ":tenant": attr.S(tl.tenant), ":now": attr.S(now.Format(TimeLayout)),
 	}
 	if tl.headSeq > 0 && tl.headKnown {
-		head.ExpressionAttributeValues[":prev"] = n(tl.headSeq)
+		head.ExpressionAttributeValues[":prev"] = attr.Uint(tl.headSeq)
 	}
 	return at, nil
 }
@@ -524,16 +554,6 @@ func writeTable(w Write) string {
 		return aws.ToString(w.ConditionCheck.TableName)
 	}
 	return ""
-}
-
-func eventKey(tenant string, seq uint64) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrPK: s(EventPK(tenant)), AttrSK: s(SeqSK(seq))}
-}
-
-func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-
-func n(v uint64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatUint(v, 10)}
 }
 
 func newToken() string {

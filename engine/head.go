@@ -27,7 +27,7 @@ func (e *Engine) head(ctx context.Context, tenant string) (Head, error) {
 func readHead(ctx context.Context, client DynamoDB, table, tenant string) (Head, error) {
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
-		Key:            map[string]types.AttributeValue{AttrPK: s(HeadPK(tenant)), AttrSK: s(HeadSK)},
+		Key:            headKey(tenant),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 var tenantSeq atomic.Int64
@@ -73,7 +74,7 @@ func newFixture(t *testing.T, cat engine.Catalog, tune func(*engine.Config)) *fi
 		EventsTable: names.EventsTable(),
 		InboxTable:  names.InboxTable(),
 		Catalog:     cat,
-		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Logger:      testkit.Logger(t, slog.LevelInfo),
 	}
 	if tune != nil {
 		tune(&ec)
@@ -86,13 +87,9 @@ func newFixture(t *testing.T, cat engine.Catalog, tune func(*engine.Config)) *fi
 	return &fixture{names: names, client: client, engine: e}
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 func ctxFor(t *testing.T, tenant string) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // hang guard
 	t.Cleanup(cancel)
 	return engine.WithActor(engine.WithTenant(ctx, tenant), "tester")
 }

@@ -12,7 +12,7 @@ import (
 // dispatcher never sees its events never runs (Catalog.Check catches that).
 type Lane string
 
-// The four lanes (DESIGN.md).
+// The four lanes (docs/contract.md, "Lanes").
 const (
 	// Inline handlers run inside Emit, before the write; an error fails the
 	// emit and nothing commits.

@@ -9,67 +9,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/bowline-iot/bowline/engine/attr"
 )
-
-// The events table layout (DESIGN.md). Both kinds of row share the table:
-//
-//	head row:  pk = "TENANT#<t>#HEAD",  sk = "HEAD"
-//	           tenant, last_seq (N), last_hash, updated_at
-//	event row: pk = "TENANT#<t>#EVENT", sk = seq as 20 zero-padded digits
-//	           id, type, tenant, correlation_id, actor, occurred_at (S, TimeLayout),
-//	           payload (M), seq (N), prev_hash, hash
-//
-// Idempotent emits add a dedup row to the inbox table:
-//
-//	dedup row: pk = "EMIT#<t>#<key>", event_id, tenant, type, created_at, ttl (N, epoch seconds)
-//
-// Event rows are only ever inserted; the relay forwards INSERT records of rows
-// whose pk ends in EventPKSuffix.
-const (
-	AttrPK            = "pk"
-	AttrSK            = "sk"
-	AttrID            = "id"
-	AttrType          = "type"
-	AttrTenant        = "tenant"
-	AttrCorrelationID = "correlation_id"
-	AttrActor         = "actor"
-	AttrOccurredAt    = "occurred_at"
-	AttrPayload       = "payload"
-	AttrSeq           = "seq"
-	AttrPrevHash      = "prev_hash"
-	AttrHash          = "hash"
-	AttrLastSeq       = "last_seq"
-	AttrLastHash      = "last_hash"
-	AttrUpdatedAt     = "updated_at"
-	AttrEventID       = "event_id"
-	AttrCreatedAt     = "created_at"
-	AttrTTL           = "ttl"
-
-	// HeadSK is the sort key of every head row.
-	HeadSK = "HEAD"
-	// EventPKSuffix ends the partition key of every event row.
-	EventPKSuffix = "#EVENT"
-	// HeadPKSuffix ends the partition key of every head row.
-	HeadPKSuffix = "#HEAD"
-)
-
-// HeadPK is the partition key of tenant's chain head row.
-func HeadPK(tenant string) string { return "TENANT#" + tenant + HeadPKSuffix }
-
-// EventPK is the partition key of tenant's event rows.
-func EventPK(tenant string) string { return "TENANT#" + tenant + EventPKSuffix }
-
-// SeqSK is the sort key of the event row with sequence seq.
-func SeqSK(seq uint64) string { return fmt.Sprintf("%020d", seq) }
-
-// DedupPK is the inbox-table key of tenant's idempotency key.
-func DedupPK(tenant, key string) string { return "EMIT#" + tenant + "#" + key }
 
 // IsEventItem reports whether item (an events-table item or stream image) is
 // an event row rather than a head row.
 func IsEventItem(item map[string]types.AttributeValue) bool {
 	pk, ok := item[AttrPK].(*types.AttributeValueMemberS)
-	return ok && strings.HasPrefix(pk.Value, "TENANT#") && strings.HasSuffix(pk.Value, EventPKSuffix)
+	return ok && strings.HasPrefix(pk.Value, tenantPKPrefix) && strings.HasSuffix(pk.Value, EventPKSuffix)
 }
 
 // EventItem returns the events-table item of env.
@@ -81,20 +29,19 @@ func EventItem(env Envelope) (map[string]types.AttributeValue, error) {
 	if payload == nil {
 		payload = map[string]types.AttributeValue{}
 	}
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	return map[string]types.AttributeValue{
-		AttrPK:            s(EventPK(env.Tenant)),
-		AttrSK:            s(SeqSK(env.Seq)),
-		AttrID:            s(env.ID),
-		AttrType:          s(env.Type),
-		AttrTenant:        s(env.Tenant),
-		AttrCorrelationID: s(env.CorrelationID),
-		AttrActor:         s(env.Actor),
-		AttrOccurredAt:    s(env.OccurredAt.UTC().Format(TimeLayout)),
+		AttrPK:            attr.S(EventPK(env.Tenant)),
+		AttrSK:            attr.S(SeqSK(env.Seq)),
+		AttrID:            attr.S(env.ID),
+		AttrType:          attr.S(env.Type),
+		AttrTenant:        attr.S(env.Tenant),
+		AttrCorrelationID: attr.S(env.CorrelationID),
+		AttrActor:         attr.S(env.Actor),
+		AttrOccurredAt:    attr.S(env.OccurredAt.UTC().Format(TimeLayout)),
 		AttrPayload:       &types.AttributeValueMemberM{Value: payload},
-		AttrSeq:           &types.AttributeValueMemberN{Value: strconv.FormatUint(env.Seq, 10)},
-		AttrPrevHash:      s(env.PrevHash),
-		AttrHash:          s(env.Hash),
+		AttrSeq:           attr.Uint(env.Seq),
+		AttrPrevHash:      attr.S(env.PrevHash),
+		AttrHash:          attr.S(env.Hash),
 	}, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // Reason says why a chain is broken at ChainReport.FirstBadSeq.
@@ -99,7 +101,7 @@ func (v *Verifier) VerifyChain(ctx context.Context, tenant string) (ChainReport,
 		out, err := v.client.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(v.table),
 			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(EventPK(tenant))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(EventPK(tenant))},
 			ConsistentRead:            aws.Bool(true),
 			ExclusiveStartKey:         start,
 			Limit:                     aws.Int32(v.pageSize),
@@ -174,7 +176,7 @@ func (v *Verifier) Tenants(ctx context.Context) ([]string, error) {
 		page, err := v.client.Scan(ctx, &dynamodb.ScanInput{
 			TableName:                 aws.String(v.table),
 			FilterExpression:          aws.String("sk = :head"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":head": s(HeadSK)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":head": attr.S(HeadSK)},
 			ProjectionExpression:      aws.String("#tenant"),
 			ExpressionAttributeNames:  map[string]string{"#tenant": AttrTenant},
 			ExclusiveStartKey:         start,

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
@@ -36,7 +38,7 @@ func TestOrderRowAndEventCommitTogether(t *testing.T) {
 		t.Errorf("order row = %v; want status pending_payment, tenant %s, entity order", row, f.tenantA)
 	}
 	evs := f.events(f.tenantA)
-	if len(evs) != 1 || evs[0].Type != api.TypeOrderCreated || evs[0].Payload["order_id"] != id {
+	if len(evs) != 1 || evs[0].Type != catalog.TypeOrderCreated || evs[0].Payload["order_id"] != id {
 		t.Fatalf("events of %s = %v; want one com.order_created for %s", f.tenantA, types_(evs), id)
 	}
 	if evs[0].CorrelationID != attr(row, "correlation_id") {
@@ -172,7 +174,7 @@ func TestPaymentWebhook(t *testing.T) {
 		t.Errorf("order row after payment = %v; want paid with its payment id", row)
 	}
 	evs := f.events(f.tenantA)
-	if got := types_(evs); len(got) != 2 || got[1] != api.TypePaymentCompleted {
+	if got := types_(evs); len(got) != 2 || got[1] != catalog.TypePaymentCompleted {
 		t.Fatalf("events = %v; want com.order_created, com.payment_completed", got)
 	}
 	if evs[1].Tenant != f.tenantA || evs[1].CorrelationID != evs[0].CorrelationID || evs[1].Payload["order_id"] != id {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/app"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,6 +24,7 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 const (
@@ -35,7 +38,6 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 type fixture struct {
 	t       *testing.T
 	srv     *httptest.Server
-	built   *api.Built
 	db      *dynamodb.Client
 	tenantA string
 	tokenA  string
@@ -54,34 +56,25 @@ func newFixture(t *testing.T) *fixture {
 	cfg := lstest.AWSConfig(t)
 	names := lstest.Names(t)
 	f := &fixture{t: t, tenantA: "ta-" + randHex(4), tokenA: "tok-" + randHex(8), tenantB: "tb-" + randHex(4), tokenB: "tok-" + randHex(8)}
-	b, err := api.Build(api.BuildConfig{
-		AWS: cfg, Names: names,
-		Settings: api.Settings{
-			Tokens:        map[string]string{f.tokenA: f.tenantA, f.tokenB: f.tenantB},
-			OpsToken:      opsToken,
-			WebhookSecret: testSecret,
-		},
-		Logger: slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	a, err := app.Open(app.Config{AWS: cfg, Names: names, Logger: testkit.Logger(t, slog.LevelWarn)})
 	if err != nil {
-		t.Fatalf("api.Build: %v", err)
+		t.Fatalf("app.Open: %v", err)
 	}
-	f.built = b
-	f.srv = httptest.NewServer(b.API)
+	srv, err := a.API(api.Settings{
+		Tokens:        map[string]string{f.tokenA: f.tenantA, f.tokenB: f.tenantB},
+		OpsToken:      opsToken,
+		WebhookSecret: testSecret,
+	}, nil)
+	if err != nil {
+		t.Fatalf("app.API: %v", err)
+	}
+	f.srv = httptest.NewServer(srv)
 	t.Cleanup(func() {
 		f.srv.Close()
-		b.Engine.Close()
+		a.Close()
 	})
 	f.db = dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	return f
-}
-
-// tlog sends logs to t.Log.
-type tlog struct{ t *testing.T }
-
-func (l tlog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 type response struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,12 +22,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/bowline-iot/bowline/engine"
-)
-
-// Event types the API emits.
-const (
-	TypeOrderCreated     = "com.order_created"
-	TypePaymentCompleted = "com.payment_completed"
 )
 
 // IdempotencyKeyHeader names the client's idempotency key on POST /v1/orders.
@@ -187,11 +183,11 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		"order_id": id, "customer_id": req.CustomerID, "pet_id": req.PetID,
 		"items": req.Items, "amount_cents": *req.AmountCents,
 	}
-	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: TypeOrderCreated, Payload: payload, Writes: writes})
+	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypeOrderCreated, Payload: payload, Writes: writes})
 	var cf *engine.ConditionFailedError
 	switch {
 	case err == nil:
-		a.metrics.emitted(TypeOrderCreated)
+		a.metrics.emitted(catalog.TypeOrderCreated)
 		a.log.Info("order created", "tenant", tenant, "order", id, "event", env.ID)
 		writeRaw(w, http.StatusCreated, resp)
 	case key != "" && errors.As(err, &cf) && cf.Write == 1:
@@ -205,7 +201,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 func (a *API) replay(w http.ResponseWriter, r *http.Request, tenant, key, hash string) {
 	out, err := a.cfg.DB.GetItem(r.Context(), &dynamodb.GetItemInput{
 		TableName: aws.String(a.cfg.Names.InboxTable()), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str(idemPK(tenant, key))},
+		Key: idemKey(tenant, key),
 	})
 	if err != nil {
 		a.unavailable(w, r, fmt.Errorf("read idempotency key %q of tenant %q: %w", key, tenant, err))

@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // PaymentSucceeded is the webhook type that pays an order; other types are
@@ -113,12 +116,12 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 	writes := []engine.Write{
 		{Update: &types.Update{
 			TableName:                aws.String(a.cfg.Names.AppTable()),
-			Key:                      map[string]types.AttributeValue{"pk": str(OrderPK(order.ID)), "sk": str(OrderSK)},
+			Key:                      orderKey(order.ID),
 			UpdateExpression:         aws.String("SET #status = :paid, payment_id = :pid, paid_at = :at"),
 			ConditionExpression:      aws.String("#status = :pending"),
 			ExpressionAttributeNames: map[string]string{"#status": "status"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":paid": str(StatusPaid), ":pending": str(StatusPending), ":pid": str(d.PaymentID), ":at": str(paidAt),
+				":paid": attr.S(StatusPaid), ":pending": attr.S(StatusPending), ":pid": attr.S(d.PaymentID), ":at": attr.S(paidAt),
 			},
 		}},
 		{Put: &types.Put{
@@ -132,11 +135,11 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 		"order_id": order.ID, "payment_id": d.PaymentID, "amount_cents": order.AmountCents,
 		"customer_id": order.CustomerID, "pet_id": order.PetID, "items": order.Items,
 	}
-	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: TypePaymentCompleted, Payload: payload, Writes: writes})
+	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypePaymentCompleted, Payload: payload, Writes: writes})
 	var cf *engine.ConditionFailedError
 	switch {
 	case err == nil:
-		a.metrics.emitted(TypePaymentCompleted)
+		a.metrics.emitted(catalog.TypePaymentCompleted)
 		a.log.Info("order paid", "tenant", order.Tenant, "order", order.ID, "payment", d.PaymentID, "event", env.ID)
 		writeJSON(w, http.StatusOK, webhookResult{Status: "processed", OrderID: order.ID, EventID: env.ID})
 	case errors.As(err, &cf):
@@ -176,7 +179,7 @@ func (a *API) alreadyPaid(w http.ResponseWriter, o Order, paymentID string) (don
 func (a *API) readOrder(r *http.Request, id string) (Order, bool, error) {
 	out, err := a.cfg.DB.GetItem(r.Context(), &dynamodb.GetItemInput{
 		TableName: aws.String(a.cfg.Names.AppTable()), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str(OrderPK(id)), "sk": str(OrderSK)},
+		Key: orderKey(id),
 	})
 	if err != nil {
 		return Order{}, false, fmt.Errorf("read order %q: %w", id, err)

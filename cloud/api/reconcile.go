@@ -6,9 +6,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/bowline-iot/bowline/engine/reconcile"
 )
 
@@ -35,19 +32,13 @@ func (a *API) reconcile(w http.ResponseWriter, r *http.Request) {
 // StackReconciler answers /v1/ops/reconcile with engine/reconcile for one
 // stack: chains, dead letters, DLQ depth, unmatched and unsettled work.
 type StackReconciler struct {
-	// Config is engine/reconcile's; DLQURL may be empty, then DLQName is
-	// resolved on the first call.
+	// Config is engine/reconcile's; when DLQURL is empty, DLQ resolves it
+	// on the first call.
 	Config reconcile.Config
-	// Queue resolves DLQName.
-	Queue   QueueURL
-	DLQName string
+	// DLQ returns the DLQ's URL (cloud/app resolves queue URLs once).
+	DLQ func(ctx context.Context) (string, error)
 
 	mu sync.Mutex
-}
-
-// QueueURL resolves a queue name.
-type QueueURL interface {
-	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 }
 
 var _ Reconciler = (*StackReconciler)(nil)
@@ -56,12 +47,12 @@ var _ Reconciler = (*StackReconciler)(nil)
 func (s *StackReconciler) Reconcile(ctx context.Context) (reconcile.Report, error) {
 	s.mu.Lock()
 	if s.Config.DLQURL == "" {
-		u, err := s.Queue.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(s.DLQName)})
+		u, err := s.DLQ(ctx)
 		if err != nil {
 			s.mu.Unlock()
-			return reconcile.Report{}, fmt.Errorf("find queue %q: %w", s.DLQName, err)
+			return reconcile.Report{}, fmt.Errorf("reconcile: %w", err)
 		}
-		s.Config.DLQURL = aws.ToString(u.QueueUrl)
+		s.Config.DLQURL = u
 	}
 	cfg := s.Config
 	s.mu.Unlock()

@@ -1,41 +1,11 @@
 package api
 
-import (
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-)
-
-// App-table layout of an order (DESIGN.md leaves the app rows to their
-// owners). Orders are keyed by id alone, because the payment webhook knows
-// only the order id; the tenant is an attribute, read from the row and never
-// from the webhook:
-//
-//	pk = ORDER#<id>  sk = ORDER
-//	entity = "order", tenant, id, customer_id, pet_id, items (L of M sku, qty),
-//	amount_cents (N), status, correlation_id, created_at, [payment_id, paid_at]
-//
-// Dedup rows live in the inbox table beside the engine's own:
-//
-//	pk = APIKEY#<tenant>#<Idempotency-Key>: body_hash, status, response, order_id, ttl
-//	pk = PAYMENT#<payment_id>:              order_id, tenant, ttl
+// Order statuses and the bound on an Idempotency-Key.
 const (
-	OrderSK           = "ORDER"
-	EntityOrder       = "order"
 	StatusPending     = "pending_payment"
 	StatusPaid        = "paid"
-	idemPrefix        = "APIKEY#"
-	paymentPrefix     = "PAYMENT#"
-	paymentDedupTTL   = 90 * 24 * time.Hour
 	maxIdempotencyKey = 255
 )
-
-// OrderPK is the app-table partition key of order id.
-func OrderPK(id string) string { return "ORDER#" + id }
-
-func idemPK(tenant, key string) string { return idemPrefix + tenant + "#" + key }
-
-func paymentPK(paymentID string) string { return paymentPrefix + paymentID }
 
 // Order is an order as stored and as returned by POST /v1/orders.
 type Order struct {
@@ -60,5 +30,3 @@ type Item struct {
 	SKU string `json:"sku" dynamodbav:"sku"`
 	Qty int    `json:"qty" dynamodbav:"qty"`
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

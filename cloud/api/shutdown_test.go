@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/app"
+
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
@@ -43,12 +45,16 @@ func childMain() int {
 	if err != nil {
 		return fail(err)
 	}
-	b, err := api.Build(api.BuildConfig{AWS: cfg, Names: names, Settings: settings, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	a, err := app.Open(app.Config{AWS: cfg, Names: names, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		return fail(err)
 	}
-	defer b.Engine.Close()
-	if err := b.API.Serve(ctx, "127.0.0.1:0", func(a net.Addr) { fmt.Printf("listening %s\n", a) }); err != nil {
+	defer a.Close()
+	srv, err := a.API(settings, nil)
+	if err != nil {
+		return fail(err)
+	}
+	if err := srv.Serve(ctx, "127.0.0.1:0", func(a net.Addr) { fmt.Printf("listening %s\n", a) }); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -63,7 +69,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	tenant, token := "tg-"+randHex(4), "tok-"+randHex(8)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1", api.TokensEnv+"="+token+"="+tenant, api.WebhookSecretEnv+"=s")
-	cmd.Stderr = tlog{t}
+	cmd.Stderr = t.Output()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,18 +3,20 @@ package catalog
 import (
 	"fmt"
 
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
 
-// Event types. Device event types (bowl.*) are the ones gateways publish;
-// the rest are emitted by cloud components.
+// Event types. The device event types are the ones gateways publish, so the
+// MQTT contract (edge/wire) defines them; ingest emits them as they arrive.
+// The rest are emitted by cloud components (bowl.data_gap by ingest itself).
 const (
-	TypeMealFinished     = "bowl.meal_finished"
-	TypeRefilled         = "bowl.refilled"
-	TypeFoodLow          = "bowl.food_low"
-	TypeEmpty            = "bowl.empty"
-	TypeDeviceFault      = "bowl.device_fault"
-	TypeTelemetryDropped = "bowl.telemetry_dropped"
+	TypeMealFinished     = wire.TypeMealFinished
+	TypeRefilled         = wire.TypeRefilled
+	TypeFoodLow          = wire.TypeFoodLow
+	TypeEmpty            = wire.TypeEmpty
+	TypeDeviceFault      = wire.TypeDeviceFault
+	TypeTelemetryDropped = wire.TypeTelemetryDropped
 	TypeDataGap          = "bowl.data_gap"
 	TypeOrderCreated     = "com.order_created"
 	TypePaymentCompleted = "com.payment_completed"

@@ -2,10 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
 
@@ -39,5 +41,23 @@ func TestBind(t *testing.T) {
 	}
 	if _, err := catalog.Bind(catalog.Bowline(), map[string]engine.Handler{"notify_buyr": h}); err == nil || !strings.Contains(err.Error(), "notify_buyr") {
 		t.Errorf("Bind(unknown name) error = %v; want one naming notify_buyr", err)
+	}
+}
+
+// Every event type a gateway publishes is declared, with ingest as its
+// producer.
+func TestDeviceEventTypesAreDeclared(t *testing.T) {
+	c := catalog.Bowline()
+	var ingest []string
+	for _, p := range c.Producers {
+		if p.Name == catalog.ProducerIngest {
+			ingest = p.Emits
+		}
+	}
+	for _, typ := range wire.EventTypes {
+		if !slices.ContainsFunc(c.Types, func(e engine.EventType) bool { return e.Name == typ }) || !slices.Contains(ingest, typ) {
+			t.Errorf("device event type %s: declared %t, produced by ingest %t; want both", typ,
+				slices.ContainsFunc(c.Types, func(e engine.EventType) bool { return e.Name == typ }), slices.Contains(ingest, typ))
+		}
 	}
 }

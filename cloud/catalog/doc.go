@@ -1,7 +1,8 @@
 // Package catalog declares Bowline's event catalog: every event type, the
-// component that produces it and every subscription with its lane (the first
-// cut in DESIGN.md). The engine refuses to emit a type that is not here, and
-// `bowline catalog --check` runs engine.Catalog.Check on it.
+// component that produces it and every subscription with its lane
+// (docs/contract.md, "Event catalog"). The engine refuses to emit a type
+// that is not here, and `bowline catalog --check` runs engine.Catalog.Check
+// on it.
 //
 // Handlers are not attached here: the process that runs a lane (the API for
 // INLINE and LOCAL, the worker for DURABLE, the record-change consumer for

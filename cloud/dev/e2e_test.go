@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -22,7 +24,6 @@ import (
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/ingest"
-	"github.com/bowline-iot/bowline/cloud/internal/pipeline"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
@@ -30,6 +31,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -71,7 +73,7 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 		RateHz: e2eRateHz, RingSize: 1<<16 - 1, APIAddr: "127.0.0.1:0", RelayPoll: 50 * time.Millisecond,
 		OnTruth:        func(tr sim.Truth) { mu.Lock(); truth = append(truth, tr); mu.Unlock() },
 		IngestObserver: rejections,
-		Logger:         slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:         testkit.Logger(t, slog.LevelWarn),
 	})
 	if err != nil {
 		t.Fatalf("dev.Start: %v", err)
@@ -91,7 +93,7 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	t.Logf("simulated day in %v", time.Since(began).Round(time.Millisecond))
 	// Everything the bowls numbered reached an agent, and every agent's
 	// outbox emptied: the broker holds the rest for ingest's session.
-	waitFor(t, 3*time.Minute, "every MCU ring and outbox to drain", func() bool {
+	testkit.WaitFor(t, "every MCU ring and outbox to drain", 3*time.Minute, func() bool {
 		for _, b := range sys.Bowls() {
 			st, err := b.Agent().Outbox().Stats()
 			if err != nil || b.MCU().Stats().RingLen > 0 || st.Events.Records > 0 || st.Telemetry.Records > 0 {
@@ -120,7 +122,7 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	}
 	var meals map[string]meal
 	var deviceEvents map[string]int
-	waitFor(t, 3*time.Minute, "ingest to take every record", func() bool {
+	testkit.WaitFor(t, "ingest to take every record", 3*time.Minute, func() bool {
 		meals, deviceEvents = readEvents(t, ddb, names, cfg.Tenants)
 		for thing, n := range appended {
 			if follower.count(thing)+deviceEvents[thing] < n {
@@ -135,10 +137,10 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	// events in the tenant's FIFO group, so once the providers saw it, the
 	// worker has finished every earlier event of that tenant.
 	set := sys.Fakes().Set
-	providers := map[*fakes.Fake]string{set.Shopify: subscribers.ShopifyMirror, set.Shipping: subscribers.BookShipment, set.Notify: subscribers.NotifyBuyer}
+	providers := map[*fakes.Fake]string{set.Shopify: catalog.SubShopifyMirror, set.Shipping: catalog.SubBookShipment, set.Notify: catalog.SubNotifyBuyer}
 	paid := map[string]string{} // tenant -> com.payment_completed id
 	for tok, tenant := range cfg.Settings.Tokens {
-		c := &pipeline.Client{URL: sys.APIURL(), Token: tok, Secret: cfg.Settings.WebhookSecret}
+		c := &dev.Client{URL: sys.APIURL(), Token: tok, Secret: cfg.Settings.WebhookSecret}
 		id, err := c.Order(ctx, "cust-"+tenant, "pet-"+tenant, 4999)
 		if err != nil {
 			t.Fatalf("order for %s: %v", tenant, err)
@@ -149,7 +151,7 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 		}
 		paid[tenant] = ev
 	}
-	waitFor(t, 2*time.Minute, "every provider to see every payment", func() bool {
+	testkit.WaitFor(t, "every provider to see every payment", 2*time.Minute, func() bool {
 		for f, sub := range providers {
 			n := f.CountByKey()
 			for _, ev := range paid {
@@ -494,16 +496,11 @@ func (f *streamFollower) finish() (map[string]map[uint64]bool, []string, error) 
 
 // rejectLog records ingest's rejections by kind and reason.
 type rejectLog struct {
+	ingest.NopObserver
 	mu sync.Mutex
 	n  map[string]int
 }
 
-func (r *rejectLog) Received(string)  {}
-func (r *rejectLog) Emitted(string)   {}
-func (r *rejectLog) Duplicate(string) {}
-func (r *rejectLog) GapRaised(string) {}
-func (r *rejectLog) Acked(string, string, string, uint64, uint64, int, time.Duration) {
-}
 func (r *rejectLog) Rejected(kind string, reason ingest.Reason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

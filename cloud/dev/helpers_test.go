@@ -9,33 +9,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"testing"
-	"time"
 )
-
-type tlog struct{ t *testing.T }
-
-func (l tlog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// waitFor polls cond; the deadline only guards against a hang.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // metric scrapes one sample (name with its labels, as printed) from a

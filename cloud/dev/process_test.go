@@ -35,7 +35,7 @@ func TestDevProcessStopsCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = tlog{t}
+	cmd.Stderr = t.Output()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start bowline dev: %v", err)
 	}

@@ -1,15 +1,11 @@
 package dev
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/bowline-iot/bowline/internal/provision"
 	"github.com/bowline-iot/bowline/internal/resources"
@@ -126,12 +122,4 @@ func cmpStr(a, b string) int {
 		return 1
 	}
 	return 0
-}
-
-func queueURL(ctx context.Context, c *sqs.Client, name string) (string, error) {
-	out, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	if err != nil {
-		return "", fmt.Errorf("queue %s: %w", name, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
 }

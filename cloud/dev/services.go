@@ -5,21 +5,12 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/bowline-iot/bowline/cloud/api"
-	"github.com/bowline-iot/bowline/cloud/catalog"
-	"github.com/bowline-iot/bowline/cloud/devices"
+	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/ingest"
-	"github.com/bowline-iot/bowline/cloud/subscribers"
-	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/relay"
 	"github.com/bowline-iot/bowline/engine/worker"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 )
 
 // IngestGroup is the shared-subscription group of the dev ingest.
@@ -31,11 +22,8 @@ const IngestGroup = "bowline-ingest"
 // both relays, the worker with the cloud subscribers, the record-change
 // consumer and the API. Each long-running part runs under s.run.
 func (s *System) startServices(ctx context.Context) error {
-	cfg, names, awsCfg := &s.cfg, s.cfg.Names, s.stack.aws
-	log := cfg.Logger
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.registry = reg
+	cfg, names, a := &s.cfg, s.cfg.Names, s.app
+	log, reg := cfg.Logger, a.Registry
 
 	fk, err := fakes.Serve(s.runCtx, fakes.NewSet())
 	if err != nil {
@@ -44,8 +32,7 @@ func (s *System) startServices(ctx context.Context) error {
 	s.fakes = fk
 	s.onClose(fk.Close)
 
-	ddb := dynamodb.NewFromConfig(awsCfg, awsenv.DynamoDBOptions)
-	registry, err := devices.New(ddb, names.AppTable(), nil)
+	registry, err := a.Devices()
 	if err != nil {
 		return err
 	}
@@ -59,10 +46,9 @@ func (s *System) startServices(ctx context.Context) error {
 	if cfg.IngestObserver != nil {
 		obs = append(obs, cfg.IngestObserver)
 	}
-	in, err := ingest.New(ingest.Config{
+	in, err := a.Ingest(ingest.Config{
 		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-ingest-" + names.Stack, Group: IngestGroup,
-		Names: names, AWS: awsCfg, MaxFutureSkew: cfg.futureSkew(),
-		Logger: log.With("part", "ingest"), Observer: ingest.Observers(obs...),
+		MaxFutureSkew: cfg.futureSkew(), Logger: log.With("part", "ingest"), Observer: ingest.Observers(obs...),
 	})
 	if err != nil {
 		return err
@@ -78,7 +64,7 @@ func (s *System) startServices(ctx context.Context) error {
 
 	rm := relay.NewMetrics(reg)
 	for _, spec := range []relay.PipeSpec{relay.EventsPipe, relay.RecordChangesPipe} {
-		r, err := relay.ForStack(ctx, awsCfg, names, spec, func(c *relay.Config) {
+		r, err := a.Relay(ctx, spec, func(c *relay.Config) {
 			c.PollInterval, c.Logger, c.Observer = cfg.RelayPoll, log.With("part", "relay", "pipe", spec.Name), rm.For(spec.Name)
 		})
 		if err != nil {
@@ -87,17 +73,15 @@ func (s *System) startServices(ctx context.Context) error {
 		s.run("relay "+spec.Name, func() error { return r.Run(s.runCtx) })
 	}
 
-	sb, err := subscribers.Build(subscribers.BuildConfig{AWS: awsCfg, Names: names, Adapters: fk.AdapterConfig(), Logger: log.With("part", "subscribers")})
+	set, err := a.Subscribers(fk.AdapterConfig(), log.With("part", "subscribers"))
 	if err != nil {
 		return err
 	}
-	s.onClose(sb.Engine.Close)
-	bound, err := catalog.Bind(catalog.Bowline(), s.handlers(sb.Set))
+	bound, err := app.Bind(set, log, cfg.WrapHandler)
 	if err != nil {
 		return fmt.Errorf("bind subscribers: %w", err)
 	}
-	w, err := worker.ForStack(ctx, awsCfg, names, bound.Subscriptions, func(c *worker.Config) {
-		c.Declared = bound.Declared
+	w, err := a.Worker(ctx, bound, func(c *worker.Config) {
 		c.Pollers, c.WaitTime, c.RetryDelay = cfg.Pollers, workerWait, workerRetryDelay
 		c.Logger, c.Observer = log.With("part", "worker"), workerObservers{worker.NewMetrics(reg), s.counters.worker()}
 	})
@@ -105,7 +89,7 @@ func (s *System) startServices(ctx context.Context) error {
 		return err
 	}
 	s.run("worker", func() error { return w.Run(s.runCtx) })
-	rc, err := recordchange.ForStack(ctx, awsCfg, names, bound.Subscriptions, func(c *recordchange.Config) {
+	rc, err := a.RecordChanges(ctx, bound, func(c *recordchange.Config) {
 		c.WaitTime, c.Logger, c.Metrics = workerWait, log.With("part", "record-changes"), recordchange.NewMetrics(reg)
 	})
 	if err != nil {
@@ -113,41 +97,15 @@ func (s *System) startServices(ctx context.Context) error {
 	}
 	s.run("record-changes", func() error { return rc.Run(s.runCtx) })
 
-	b, err := api.Build(api.BuildConfig{AWS: awsCfg, Names: names, Settings: cfg.Settings, Registry: reg, Logger: log.With("part", "api")})
+	srv, err := a.API(cfg.Settings, log.With("part", "api"))
 	if err != nil {
 		return err
 	}
-	s.onClose(b.Engine.Close)
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("api address %s (set BOWLINE_API_ADDR): %w", cfg.APIAddr, err)
 	}
 	s.apiURL = "http://" + ln.Addr().String()
-	s.run("api", func() error { return b.API.ServeListener(s.runCtx, ln, nil) })
+	s.run("api", func() error { return srv.ServeListener(s.runCtx, ln, nil) })
 	return nil
-}
-
-// handlers gives every DURABLE and BEST_EFFORT subscription of the catalog
-// a handler: the cloud subscriber when there is one, else one that logs
-// (as `bowline worker` does), each wrapped by Config.WrapHandler.
-func (s *System) handlers(set *subscribers.Set) map[string]engine.Handler {
-	hs := map[string]engine.Handler{}
-	for _, sub := range catalog.Bowline().Subscriptions {
-		if sub.Lane == engine.Durable || sub.Lane == engine.BestEffort {
-			name := sub.Name
-			hs[name] = func(ctx context.Context, env engine.Envelope) error {
-				s.cfg.Logger.Debug("event", "subscription", name, "event_id", env.ID, "type", env.Type, "tenant", env.Tenant)
-				return nil
-			}
-		}
-	}
-	for name, h := range set.Handlers() {
-		hs[name] = h
-	}
-	if s.cfg.WrapHandler != nil {
-		for name, h := range hs {
-			hs[name] = s.cfg.WrapHandler(name, h)
-		}
-	}
-	return hs
 }

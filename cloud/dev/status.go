@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/worker"
 )
@@ -54,20 +55,21 @@ type counters struct {
 	completed, retried, dead                          atomic.Int64
 }
 
-func (c *counters) ingest() ingest.Observer { return ingestCounter{c} }
+func (c *counters) ingest() ingest.Observer { return ingestCounter{c: c} }
 func (c *counters) worker() worker.Observer { return workerCounter{c} }
 
-type ingestCounter struct{ c *counters }
+type ingestCounter struct {
+	ingest.NopObserver
+	c *counters
+}
 
-func (ingestCounter) Received(string)                  {}
 func (i ingestCounter) Rejected(string, ingest.Reason) { i.c.rejected.Add(1) }
 func (i ingestCounter) Emitted(string)                 { i.c.emitted.Add(1) }
 func (i ingestCounter) Duplicate(string)               { i.c.duplicates.Add(1) }
-func (ingestCounter) GapRaised(string)                 {}
-func (i ingestCounter) Acked(kind, _, _ string, _, _ uint64, samples int, _ time.Duration) {
-	if kind == ingest.KindTelemetry {
+func (i ingestCounter) Acked(a ingest.Ack) {
+	if a.Kind == wire.KindTelemetry {
 		i.c.telemetry.Add(1)
-		i.c.samples.Add(int64(samples))
+		i.c.samples.Add(int64(a.Samples))
 	}
 }
 
@@ -232,7 +234,7 @@ func (s *System) Figures(ctx context.Context) Figures {
 	f.ChainsIntact, f.ChainsChecked, f.ChainsAt = s.chains.latest()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	d, err := dlqDepth(ctx, s.sqs, s.dlqURL)
+	d, err := dlqDepth(ctx, s.app.SQS, s.dlqURL)
 	if err != nil {
 		s.cfg.Logger.Warn("status line", "err", err)
 		d = -1

@@ -5,16 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/fakes"
-	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 )
 
 // Tuning of the in-process worker and consumers.
@@ -35,22 +29,17 @@ type System struct {
 	plan  []*Bowl
 	clock *simClock
 
+	app      *app.App // the one composition root: clients, queue URLs, the one engine
 	fakes    *fakes.Servers
 	apiURL   string
-	registry *prometheus.Registry
 	counters counters
 	chains   chainWatch
-	sqs      *sqs.Client
 	dlqURL   string
 	tempDir  string
 	simDone  chan struct{}
 
+	group  *app.Group // every part, and the cleanups after them
 	runCtx context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
-	close  []func() error
 }
 
 // Start validates cfg and starts everything: the stack (unless
@@ -60,8 +49,8 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &System{cfg: cfg, runCtx: runCtx, cancel: cancel, simDone: make(chan struct{})}
+	group := app.NewGroup(context.WithoutCancel(ctx), cfg.Logger)
+	s := &System{cfg: cfg, group: group, runCtx: group.Context(), simDone: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -87,11 +76,15 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s.stack = st
 	s.onClose(st.close)
-	s.sqs = sqs.NewFromConfig(st.aws)
-	if s.dlqURL, err = queueURL(ctx, s.sqs, s.cfg.Names.EventsDLQ()); err != nil {
+	reg := app.NewRegistry()
+	if s.app, err = app.Open(app.Config{AWS: st.aws, Names: s.cfg.Names, Registry: reg, Logger: s.cfg.Logger}); err != nil {
 		return nil, err
 	}
-	s.chains.v = engine.NewVerifier(dynamodb.NewFromConfig(st.aws, awsenv.DynamoDBOptions), s.cfg.Names.EventsTable(), 0)
+	s.onClose(s.app.Close)
+	if s.dlqURL, err = s.app.QueueURL(ctx, s.cfg.Names.EventsDLQ()); err != nil {
+		return nil, err
+	}
+	s.chains.v = s.app.Verifier()
 	if err := s.startServices(ctx); err != nil {
 		return nil, err
 	}
@@ -103,58 +96,33 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	return s, nil
 }
 
-// onClose registers f to run at Close, after every goroutine stopped, in
+// onClose registers f to run at Close, after every part stopped, in
 // reverse order of registration.
-func (s *System) onClose(f func() error) { s.close = append(s.close, f) }
+func (s *System) onClose(f func() error) { s.group.OnClose(f) }
 
-// run runs f in a goroutine until Close; its error is kept. The returned
-// channel is closed when f returns.
+// run runs f as a part until Close; its error is logged and kept. The
+// returned channel is closed when f returns.
 func (s *System) run(name string, f func() error) <-chan struct{} {
-	done := make(chan struct{})
-	s.wg.Go(func() {
-		defer close(done)
-		if err := f(); err != nil {
-			s.mu.Lock()
-			s.errs = append(s.errs, fmt.Errorf("%s: %w", name, err))
-			s.mu.Unlock()
-			s.cfg.Logger.Error("part stopped", "part", name, "err", err)
-		}
-	})
-	return done
+	return s.group.Go(name, func(context.Context) error { return f() })
 }
 
 func (s *System) firstErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errs) == 0 {
-		return errors.New("no error reported")
+	if err := s.group.Err(); err != nil {
+		return err
 	}
-	return s.errs[0]
+	return errors.New("no error reported")
 }
 
-// Err returns the errors of parts that stopped on their own so far.
-func (s *System) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return errors.Join(s.errs...)
-}
+// Err returns the first error of a part that stopped on its own so far.
+func (s *System) Err() error { return s.group.Err() }
 
 // Close stops everything (bowls and agents, services, then the stack if
 // Start launched it), removes a temporary data directory, and returns
 // what failed. It is safe to call more than once.
 func (s *System) Close() error {
-	s.cancel()
-	s.wg.Wait()
-	s.mu.Lock()
-	errs := append([]error(nil), s.errs...)
-	s.errs = nil
-	closers := s.close
-	s.close = nil
-	s.mu.Unlock()
-	for i := len(closers) - 1; i >= 0; i-- {
-		if err := closers[i](); err != nil {
-			errs = append(errs, err)
-		}
+	var errs []error
+	if err := s.group.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	if s.tempDir != "" {
 		if err := os.RemoveAll(s.tempDir); err != nil {

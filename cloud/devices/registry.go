@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // Errors of the registry.
@@ -23,17 +24,6 @@ var (
 	// ErrInvalidThing: the thing name cannot be an MQTT topic segment.
 	ErrInvalidThing = errors.New("invalid thing name")
 )
-
-// Row layout.
-const (
-	// SK is the sort key of every registry row.
-	SK = "DEVICE"
-	// Entity is the value of the entity attribute of registry rows.
-	Entity = "device"
-)
-
-// PK is the app-table partition key of thing's registry row.
-func PK(thing string) string { return "DEVICE#" + thing }
 
 // DynamoAPI is the part of the DynamoDB client the registry uses; it must be
 // safe for concurrent use.
@@ -71,12 +61,11 @@ func New(client DynamoAPI, table string, now func() time.Time) (*Registry, error
 	return &Registry{client: client, table: table, now: now}, nil
 }
 
-var thingPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-
-// ValidThing reports whether thing can name a device: 1-128 letters, digits,
-// '_', '.', ':' or '-' (an AWS IoT thing name, and the edge's rule for a
-// topic segment), so it is one MQTT topic segment without wildcards.
-func ValidThing(thing string) bool { return thingPattern.MatchString(thing) }
+// ValidThing reports whether thing can name a device: a wire.ValidName (1-128
+// letters, digits, '_', '.', ':' or '-', starting with a letter or digit),
+// the rule ingest holds topics to, so a registered thing is one MQTT topic
+// segment without wildcards that ingest accepts.
+func ValidThing(thing string) bool { return wire.ValidName(thing) }
 
 // Register records that thing belongs to tenant. It is idempotent for the
 // same tenant and fails with ErrOtherTenant for another.
@@ -91,12 +80,12 @@ func (r *Registry) Register(ctx context.Context, thing, tenant string) (Device, 
 	_, err := r.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(r.table),
 		Item: map[string]types.AttributeValue{
-			"pk":            &types.AttributeValueMemberS{Value: PK(thing)},
-			"sk":            &types.AttributeValueMemberS{Value: SK},
-			"entity":        &types.AttributeValueMemberS{Value: Entity},
-			"thing":         &types.AttributeValueMemberS{Value: thing},
-			"tenant":        &types.AttributeValueMemberS{Value: tenant},
-			"registered_at": &types.AttributeValueMemberS{Value: at.Format(time.RFC3339Nano)},
+			attr.PK:          attr.S(PK(thing)),
+			attr.SK:          attr.S(SK),
+			attrEntity:       attr.S(Entity),
+			attrThing:        attr.S(thing),
+			attrTenant:       attr.S(tenant),
+			attrRegisteredAt: attr.S(at.Format(time.RFC3339Nano)),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	})
@@ -122,11 +111,8 @@ func (r *Registry) Register(ctx context.Context, thing, tenant string) (Device, 
 // found.
 func (r *Registry) Lookup(ctx context.Context, thing string) (Device, error) {
 	out, err := r.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(r.table),
-		Key: map[string]types.AttributeValue{
-			"pk": &types.AttributeValueMemberS{Value: PK(thing)},
-			"sk": &types.AttributeValueMemberS{Value: SK},
-		},
+		TableName:      aws.String(r.table),
+		Key:            key(thing),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -135,13 +121,8 @@ func (r *Registry) Lookup(ctx context.Context, thing string) (Device, error) {
 	if out.Item == nil {
 		return Device{}, fmt.Errorf("thing %q: %w", thing, ErrUnknownDevice)
 	}
-	d := Device{Thing: thing}
-	if v, ok := out.Item["tenant"].(*types.AttributeValueMemberS); ok {
-		d.Tenant = v.Value
-	}
-	if v, ok := out.Item["registered_at"].(*types.AttributeValueMemberS); ok {
-		d.RegisteredAt, _ = time.Parse(time.RFC3339Nano, v.Value)
-	}
+	d := Device{Thing: thing, Tenant: attr.GetS(out.Item, attrTenant)}
+	d.RegisteredAt, _ = time.Parse(time.RFC3339Nano, attr.GetS(out.Item, attrRegisteredAt))
 	if d.Tenant == "" {
 		return Device{}, fmt.Errorf("thing %q: registry row has no tenant: %w", thing, ErrUnknownDevice)
 	}

@@ -113,6 +113,20 @@ func (f *Fake) Calls() []Call {
 	return append([]Call(nil), f.calls...)
 }
 
+// CallsWith counts the calls carrying Idempotency-Key key, and those of
+// them answered with 2xx.
+func (f *Fake) CallsWith(key string) (all, ok int) {
+	for _, c := range f.Calls() {
+		if c.IdempotencyKey == key {
+			all++
+			if c.Status >= 200 && c.Status <= 299 {
+				ok++
+			}
+		}
+	}
+	return all, ok
+}
+
 // Succeeded returns the calls that were answered with 2xx.
 func (f *Fake) Succeeded() []Call {
 	var out []Call

@@ -4,14 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bowline-iot/bowline/cloud/telemetry"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/resources"
@@ -51,22 +51,20 @@ type Config struct {
 	Username, Password string
 	TLS                *tls.Config
 
-	// Names selects the tables and stream; zero means resources.FromEnv.
+	// Names selects the tables and stream. Required.
 	Names resources.Names
-	// AWS is the SDK configuration used to build the clients below that are
-	// nil (awsenv.Load gives it). Required unless DynamoDB and Kinesis are set.
-	AWS aws.Config
-	// DynamoDB and Kinesis are the clients; default built from AWS.
+	// DynamoDB and Kinesis are the clients, and Emitter the process's one
+	// engine (cloud/app's App.Ingest fills all three). Required; the
+	// caller closes the engine after Run returns.
 	DynamoDB DynamoAPI
-	Kinesis  KinesisAPI
-	// Emitter emits device events; default an engine.Engine on DynamoDB with
-	// catalog.Bowline(), closed when Run returns.
-	Emitter Emitter
+	Kinesis  telemetry.KinesisAPI
+	Emitter  Emitter
 
 	// Producer tunes the Kinesis batching (Stream is filled from Names).
-	Producer ProducerConfig
+	Producer telemetry.ProducerConfig
 
-	// MaxPayload bounds a message; default 131072 (AWS IoT Core's 128 KB).
+	// MaxPayload bounds a message; default wire.MaxPayload (131072, AWS IoT
+	// Core's 128 KB).
 	MaxPayload int
 	// MaxSamples bounds the samples of one telemetry message; default 10000.
 	MaxSamples int
@@ -89,7 +87,7 @@ type Config struct {
 
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Observer is told about messages (metrics, tests); default none.
+	// Observer is told about messages (metrics, tests); default NopObserver.
 	Observer Observer
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -110,18 +108,14 @@ func (c *Config) Validate() error {
 	if c.Group == "" {
 		c.Group = "bowline-ingest"
 	}
-	if c.Names.Stack == "" {
-		n, err := resources.FromEnv()
-		if err != nil {
-			return fmt.Errorf("ingest: %w", err)
-		}
-		c.Names = n
-	}
-	if (c.DynamoDB == nil || c.Kinesis == nil) && c.AWS.Region == "" {
-		return errors.New("ingest: AWS config (with a region) is required unless DynamoDB and Kinesis clients are given")
+	switch {
+	case c.Names.Stack == "":
+		return errors.New("ingest: Names is required")
+	case c.DynamoDB == nil || c.Kinesis == nil || c.Emitter == nil:
+		return errors.New("ingest: DynamoDB, Kinesis and Emitter are required (cloud/app's App.Ingest gives them)")
 	}
 	if c.MaxPayload == 0 {
-		c.MaxPayload = 128 << 10
+		c.MaxPayload = wire.MaxPayload
 	}
 	if c.MaxSamples == 0 {
 		c.MaxSamples = 10000
@@ -151,7 +145,7 @@ func (c *Config) Validate() error {
 		c.Logger = slog.Default()
 	}
 	if c.Observer == nil {
-		c.Observer = nopObserver{}
+		c.Observer = NopObserver{}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

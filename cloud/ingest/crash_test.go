@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/app"
+
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/awsenv"
@@ -53,12 +55,15 @@ func crashChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	in, err := ingest.New(ingest.Config{
+	a, err := app.Open(app.Config{AWS: awsCfg, Names: names})
+	if err != nil {
+		return fail(err)
+	}
+	defer a.Close()
+	in, err := a.Ingest(ingest.Config{
 		Broker:   os.Getenv("BOWLINE_MQTT_URL"),
 		ClientID: os.Getenv(crashClientEnv),
 		Group:    os.Getenv(crashGroupEnv),
-		Names:    names,
-		AWS:      awsCfg,
 	})
 	if err != nil {
 		return fail(err)

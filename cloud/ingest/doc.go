@@ -1,18 +1,20 @@
 // Package ingest is Bowline's MQTT ingestion: it subscribes to the bowls'
 // data topics as a shared subscription ($share/<group>/dt/bowline/+/+/telemetry
 // and .../events, QoS 1, persistent session) so several ingest processes split
-// the load, and acknowledges a message only after its data is durable.
+// the load, and acknowledges a message only after its data is durable. Topics
+// and payloads are the gateway's contract, edge/wire, the only edge package
+// ingest imports.
 //
 //   - Telemetry goes to the Kinesis telemetry stream: one record per MQTT
 //     message (partition key = thing) carrying tenant, thing, seq, last_seq,
-//     receive time and the samples (sample i has seq+i). Records are batched
-//     into PutRecords calls of at most 500 records / 5 MB after a short linger;
-//     failed records are retried one by one and throttling is backed off. The
-//     message is acknowledged when Kinesis accepted its record.
+//     receive time and the samples (sample i has seq+i), put through a
+//     cloud/telemetry Producer (batched PutRecords, failed records retried,
+//     throttling backed off). The message is acknowledged when Kinesis
+//     accepted its record.
 //   - Events are validated against the engine catalog and a per-type schema
 //     and emitted with engine.EmitEvent under the idempotency key
-//     "<thing>/<id>" ('/' never occurs in a thing name, so the key is
-//     unambiguous): MQTT redelivery never emits twice. A digest row written in
+//     "<thing>/<id>" ('/' never occurs in a thing name or an event id,
+//     wire.ValidName, so the key is unambiguous): MQTT redelivery never emits twice. A digest row written in
 //     the same transaction lets a repeat with a different payload be told
 //     apart from a redelivery: that is a conflict, recorded as a dead letter.
 //   - Identity: the tenant comes from the topic and must be the thing's tenant
@@ -22,10 +24,12 @@
 //     dead letter with its reason, counted, and acknowledged, so a bad message
 //     cannot loop.
 //   - Gap detection: per thing and lane the seqs that arrived are kept as
-//     intervals in the app table (pk DEVICE#<thing>, sk SEQ#<lane>), merged
+//     intervals in the app table (pk SEQ#<thing>, sk the lane), merged
 //     with optimistic locking so every ingest process of the group shares
 //     them. A hole older than Config.GapGrace raises bowl.data_gap once; seqs
 //     the edge reported with bowl.telemetry_dropped are not holes.
+//
+// keys.go lists every DynamoDB row ingest writes.
 //
 // # Caveats
 //

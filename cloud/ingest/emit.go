@@ -15,20 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/gowebpki/jcs"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
-
-// DigestTTL is how long a device event's digest row is kept: as long as the
-// engine remembers the idempotency key (engine.Config.DedupTTL default).
-const DigestTTL = 30 * 24 * time.Hour
-
-// IdempotencyKey is the engine idempotency key of thing's device event id.
-func IdempotencyKey(thing, id string) string { return thing + "/" + id }
-
-// DigestPK is the inbox-table key of the digest row of a device event.
-func DigestPK(tenant, thing, id string) string {
-	return "INGEST#" + tenant + "#" + IdempotencyKey(thing, id)
-}
 
 // payloadDigest is sha256 of the RFC 8785 form of the message, so
 // redeliveries that differ only in whitespace or key order match.
@@ -43,7 +33,7 @@ func payloadDigest(raw []byte) (string, error) {
 
 // eventPayload is the engine payload of a device event: its data fields and
 // where it came from.
-func eventPayload(ev DeviceEvent) (map[string]any, error) {
+func eventPayload(ev wire.EventMessage) (map[string]any, error) {
 	var p map[string]any
 	if err := json.Unmarshal(ev.Data, &p); err != nil {
 		return nil, err
@@ -69,7 +59,7 @@ const (
 // emitEvent emits ev for tenant idempotently. A repeat of an emitted event
 // is a duplicate; a repeat of its key with another payload is a
 // ReasonConflict rejection. Other errors are transient or engine rejections.
-func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev DeviceEvent, raw []byte) (emitOutcome, error) {
+func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev wire.EventMessage, raw []byte) (emitOutcome, error) {
 	digest, err := payloadDigest(raw)
 	if err != nil {
 		return 0, reject(ReasonMalformedJSON, "canonicalize: %v", err)
@@ -79,17 +69,13 @@ func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev DeviceEvent
 		return 0, reject(ReasonInvalid, "data: %v", err)
 	}
 	now := in.cfg.Now().UTC()
-	write := engine.Write{Put: &types.Put{
-		TableName: aws.String(in.cfg.Names.InboxTable()),
-		Item: map[string]types.AttributeValue{
-			"pk":          &types.AttributeValueMemberS{Value: DigestPK(tenant, ev.Thing, ev.ID)},
-			"digest":      &types.AttributeValueMemberS{Value: digest},
-			"type":        &types.AttributeValueMemberS{Value: ev.Type},
-			"device_seq":  &types.AttributeValueMemberN{Value: strconv.FormatUint(ev.Seq, 10)},
-			"received_at": &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-			"ttl":         &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(DigestTTL).Unix(), 10)},
-		},
-	}}
+	item := digestKey(tenant, ev.Thing, ev.ID)
+	item["digest"] = &types.AttributeValueMemberS{Value: digest}
+	item["type"] = &types.AttributeValueMemberS{Value: ev.Type}
+	item["device_seq"] = &types.AttributeValueMemberN{Value: strconv.FormatUint(ev.Seq, 10)}
+	item["received_at"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
+	item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(DigestTTL).Unix(), 10)}
+	write := engine.Write{Put: &types.Put{TableName: aws.String(in.cfg.Names.InboxTable()), Item: item}}
 	ectx := engine.WithActor(engine.WithTenant(ctx, tenant), "device:"+ev.Thing)
 	_, err = in.emitter.EmitEvent(ectx, engine.Event{Type: ev.Type, Payload: payload, Writes: []engine.Write{write}, IdempotencyKey: IdempotencyKey(ev.Thing, ev.ID)})
 	var dup *engine.DuplicateError
@@ -116,7 +102,7 @@ func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev DeviceEvent
 func (in *Ingester) digestOf(ctx context.Context, tenant, thing, id string) (string, bool, error) {
 	out, err := in.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(in.cfg.Names.InboxTable()),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: DigestPK(tenant, thing, id)}},
+		Key:            digestKey(tenant, thing, id),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -131,9 +117,8 @@ func (in *Ingester) digestOf(ctx context.Context, tenant, thing, id string) (str
 
 // raiseGap emits bowl.data_gap once per (thing, lane, range).
 func (in *Ingester) raiseGap(ctx context.Context, tenant string, g DataGap) error {
-	key := fmt.Sprintf("%s/gap/%s/%d-%d", g.Thing, g.Lane, g.FromSeq, g.ToSeq)
 	ectx := engine.WithActor(engine.WithTenant(ctx, tenant), "ingest")
-	_, err := in.emitter.EmitEvent(ectx, engine.Event{Type: TypeDataGap, Payload: g, IdempotencyKey: key})
+	_, err := in.emitter.EmitEvent(ectx, engine.Event{Type: catalog.TypeDataGap, Payload: g, IdempotencyKey: gapIdempotencyKey(g)})
 	if err != nil && !errors.Is(err, engine.ErrDuplicate) {
 		return err
 	}

@@ -33,8 +33,6 @@ var Reasons = []Reason{ReasonBadTopic, ReasonUnknownThing, ReasonTenantMismatch,
 var (
 	// ErrRejected matches every *Rejection.
 	ErrRejected = errors.New("message rejected")
-	// ErrClosed: the producer was closed before the record was accepted.
-	ErrClosed = errors.New("ingest stopped")
 )
 
 // Rejection is a message refused for a reason; it matches ErrRejected.

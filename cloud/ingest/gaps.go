@@ -15,12 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // Lanes whose seqs are tracked: the topic kinds.
 const (
-	LaneTelemetry = KindTelemetry
-	LaneEvents    = KindEvents
+	LaneTelemetry = wire.KindTelemetry
+	LaneEvents    = wire.KindEvents
 )
 
 // span is an inclusive range of seqs.
@@ -84,13 +86,6 @@ type GapDB interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
-
-// GapPK is the app-table partition key of thing's seq-tracking rows; the
-// sort key is the lane. Rows carry entity "ingest_seq".
-func GapPK(thing string) string { return "SEQ#" + thing }
-
-// GapEntity is the entity attribute of seq-tracking rows.
-const GapEntity = "ingest_seq"
 
 type laneKey struct{ tenant, thing, lane string }
 
@@ -197,20 +192,13 @@ func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span) (bool, e
 	}
 }
 
-func (g *gapTracker) key(k laneKey) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: GapPK(k.thing)},
-		"sk": &types.AttributeValueMemberS{Value: k.lane},
-	}
-}
-
 type storedState struct {
 	Spans   [][2]uint64       `json:"spans"`
 	Noticed map[string]string `json:"noticed,omitempty"`
 }
 
 func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, error) {
-	out, err := g.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(g.table), Key: g.key(k), ConsistentRead: aws.Bool(true)})
+	out, err := g.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(g.table), Key: gapKey(k.thing, k.lane), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return seqState{}, 0, fmt.Errorf("load seq state of %s %s: %w", k.thing, k.lane, err)
 	}
@@ -258,7 +246,7 @@ func (g *gapTracker) store(ctx context.Context, k laneKey, st seqState, version 
 	if err != nil {
 		return err
 	}
-	item := g.key(k)
+	item := gapKey(k.thing, k.lane)
 	item["entity"] = &types.AttributeValueMemberS{Value: GapEntity}
 	item["tenant"] = &types.AttributeValueMemberS{Value: k.tenant}
 	item["thing"] = &types.AttributeValueMemberS{Value: k.thing}

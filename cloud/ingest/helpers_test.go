@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/cloud/app"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,6 +28,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -46,16 +48,7 @@ func uniq(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-type tlog struct{ t testing.TB }
-
-func (w tlog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.LevelWarn) }
 
 // recorder is an Observer that keeps every ack and rejection.
 type recorder struct {
@@ -65,7 +58,6 @@ type recorder struct {
 	emitted  int
 	dups     int
 	check    func(a ack) // called on every ack, before the PUBACK
-	changed  chan struct{}
 }
 
 type ack struct {
@@ -74,58 +66,32 @@ type ack struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{rejected: map[ingest.Reason]int{}, changed: make(chan struct{}, 1)}
+	return &recorder{rejected: map[ingest.Reason]int{}}
 }
 
-func (r *recorder) poke() {
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-}
 func (r *recorder) Received(string) {}
 func (r *recorder) Rejected(_ string, reason ingest.Reason) {
 	r.mu.Lock()
 	r.rejected[reason]++
 	r.mu.Unlock()
-	r.poke()
 }
-func (r *recorder) Emitted(string)   { r.mu.Lock(); r.emitted++; r.mu.Unlock(); r.poke() }
-func (r *recorder) Duplicate(string) { r.mu.Lock(); r.dups++; r.mu.Unlock(); r.poke() }
-func (r *recorder) GapRaised(string) { r.poke() }
-func (r *recorder) Acked(kind, tenant, thing string, seq, last uint64, _ int, _ time.Duration) {
-	a := ack{kind, tenant, thing, seq, last}
+func (r *recorder) Emitted(string)   { r.mu.Lock(); r.emitted++; r.mu.Unlock() }
+func (r *recorder) Duplicate(string) { r.mu.Lock(); r.dups++; r.mu.Unlock() }
+func (r *recorder) GapRaised(string) {}
+func (r *recorder) Acked(x ingest.Ack) {
+	a := ack{x.Kind, x.Tenant, x.Thing, x.Seq, x.LastSeq}
 	if r.check != nil {
 		r.check(a)
 	}
 	r.mu.Lock()
 	r.acks = append(r.acks, a)
 	r.mu.Unlock()
-	r.poke()
 }
 
 func (r *recorder) ackCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.acks)
-}
-
-// waitFor polls cond on every observation (and every 100 ms) until it holds;
-// the deadline only guards against hangs.
-func waitFor(t *testing.T, r *recorder, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s after %s", what, hangGuard)
-		}
-		select {
-		case <-r.changed:
-		case <-tick.C:
-		}
-	}
 }
 
 type env struct {
@@ -168,16 +134,19 @@ func (e env) startIngest(t *testing.T, obs ingest.Observer, tweak func(*ingest.C
 		Broker:   e.stack.MQTTAddr,
 		ClientID: uniq("ingest"),
 		Group:    uniq("g"),
-		Names:    lstest.Names(t),
-		AWS:      e.cfg,
 		Logger:   testLogger(t),
 		Observer: obs,
 	}
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	in, err := ingest.New(cfg)
+	a, err := app.Open(app.Config{AWS: e.cfg, Names: lstest.Names(t), Logger: cfg.Logger})
 	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := a.Ingest(cfg)
+	if err != nil {
+		a.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -188,6 +157,7 @@ func (e env) startIngest(t *testing.T, obs ingest.Observer, tweak func(*ingest.C
 		if err := <-done; err != nil {
 			t.Errorf("Run() = %v; want nil after cancel", err)
 		}
+		a.Close()
 	})
 	select {
 	case <-in.Ready():

@@ -9,14 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-
-	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/devices"
-	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/cloud/telemetry"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine/deadletter"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 )
 
 // Ingester is one ingest process: build it with New, run it with Run.
@@ -24,9 +20,8 @@ type Ingester struct {
 	cfg      Config
 	log      *slog.Logger
 	db       DynamoAPI
-	kin      KinesisAPI
+	kin      telemetry.KinesisAPI
 	emitter  Emitter
-	engine   *engine.Engine // built by New; closed by Run
 	registry *devices.Registry
 	letters  LetterStore
 	gaps     *gapTracker
@@ -41,7 +36,7 @@ type Ingester struct {
 	gate      sync.RWMutex // held for reading while a handler starts
 	draining  bool
 	handlers  sync.WaitGroup
-	producer  *Producer
+	producer  *telemetry.Producer
 	ran       bool
 	runningMu sync.Mutex
 	ready     chan struct{}
@@ -60,19 +55,6 @@ func New(cfg Config) (*Ingester, error) {
 		return nil, err
 	}
 	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, kin: cfg.Kinesis, emitter: cfg.Emitter, cache: make(map[string]cachedDevice), ready: make(chan struct{})}
-	if in.db == nil {
-		in.db = dynamodb.NewFromConfig(cfg.AWS, awsenv.DynamoDBOptions)
-	}
-	if in.kin == nil {
-		in.kin = kinesis.NewFromConfig(cfg.AWS)
-	}
-	if in.emitter == nil {
-		eng, err := engine.New(engine.Config{Client: in.db, EventsTable: cfg.Names.EventsTable(), InboxTable: cfg.Names.InboxTable(), Catalog: catalog.Bowline(), Logger: cfg.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-		in.engine, in.emitter = eng, eng
-	}
 	var err error
 	if in.registry, err = devices.New(in.db, cfg.Names.AppTable(), cfg.Now); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -105,11 +87,11 @@ func (in *Ingester) Run(ctx context.Context) error {
 
 	pcfg := in.cfg.Producer
 	if pcfg.Observer == nil {
-		if po, ok := in.cfg.Observer.(ProducerObserver); ok {
+		if po, ok := in.cfg.Observer.(telemetry.ProducerObserver); ok {
 			pcfg.Observer = po
 		}
 	}
-	p, err := NewProducer(in.kin, pcfg)
+	p, err := telemetry.NewProducer(in.kin, pcfg)
 	if err != nil {
 		return err
 	}
@@ -129,7 +111,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 		stopGaps()
 		<-gapsDone
 		_ = p.Close(context.Background())
-		in.closeEngine()
 		return err
 	}
 	<-ctx.Done()
@@ -155,15 +136,8 @@ func (in *Ingester) Run(ctx context.Context) error {
 	if err := in.gaps.Flush(drainCtx); err != nil {
 		in.log.Warn("final seq flush failed", "err", err)
 	}
-	in.closeEngine()
 	in.log.Info("ingest stopped")
 	return nil
-}
-
-func (in *Ingester) closeEngine() {
-	if in.engine != nil {
-		_ = in.engine.Close()
-	}
 }
 
 func (in *Ingester) gapLoop(ctx context.Context) {
@@ -192,34 +166,54 @@ func (in *Ingester) begin() bool {
 	return true
 }
 
+// message is one MQTT message on its way through Handle: what arrived, and
+// what is known of it so far.
+type message struct {
+	topic string
+	raw   []byte
+	recv  time.Time
+	ack   func()
+	// kind is the topic's kind; "unknown" until the topic parsed.
+	kind string
+	// tp is the parsed topic; zero until it parsed.
+	tp wire.Topic
+	// verified: tp.Tenant is the thing's tenant in the device registry.
+	verified bool
+	// typ is the event type once the payload decoded; "" before, and for
+	// telemetry.
+	typ string
+}
+
 // Handle processes one message from topic. ack sends its PUBACK and is called
 // at most once: after the data is durable, or after a rejection is
 // dead-lettered. When Handle returns an error, the message was neither and
 // stays unacknowledged (the broker redelivers it on reconnect). Telemetry
 // may be acknowledged after Handle returns, from another goroutine.
 func (in *Ingester) Handle(ctx context.Context, topic string, raw []byte, ack func()) error {
-	recv := in.cfg.Now()
+	m := message{topic: topic, raw: raw, recv: in.cfg.Now(), ack: ack, kind: "unknown"}
 	tp, err := ParseTopic(topic)
 	if err != nil {
-		in.cfg.Observer.Received("unknown")
-		return in.rejected(ctx, topic, "unknown", Topic{}, false, raw, err, "", ack)
+		in.cfg.Observer.Received(m.kind)
+		return in.rejected(ctx, m, err)
 	}
-	in.cfg.Observer.Received(tp.Kind)
+	m.tp, m.kind = tp, tp.Kind
+	in.cfg.Observer.Received(m.kind)
 	if err := in.verifyTenant(ctx, tp); err != nil {
-		return in.rejected(ctx, topic, tp.Kind, tp, false, raw, err, "", ack)
+		return in.rejected(ctx, m, err)
 	}
+	m.verified = true
 	switch tp.Kind {
-	case KindTelemetry:
-		return in.handleTelemetry(ctx, topic, tp, raw, recv, ack)
+	case wire.KindTelemetry:
+		return in.handleTelemetry(ctx, m)
 	default:
-		return in.handleEvent(ctx, topic, tp, raw, recv, ack)
+		return in.handleEvent(ctx, m)
 	}
 }
 
 // verifyTenant checks that tp's thing is registered to tp's tenant. It
 // returns a *Rejection for an unknown thing or a mismatch, and retries
 // transient registry errors until ctx ends.
-func (in *Ingester) verifyTenant(ctx context.Context, tp Topic) error {
+func (in *Ingester) verifyTenant(ctx context.Context, tp wire.Topic) error {
 	now := in.cfg.Now()
 	in.cacheMu.Lock()
 	c, ok := in.cache[tp.Thing]
@@ -254,21 +248,22 @@ func (in *Ingester) verifyTenant(ctx context.Context, tp Topic) error {
 // telemetryRecord is the Kinesis record of one telemetry message: sample i
 // has seq Seq+i.
 type telemetryRecord struct {
-	V          int       `json:"v"`
-	Tenant     string    `json:"tenant"`
-	Thing      string    `json:"thing"`
-	Seq        uint64    `json:"seq"`
-	LastSeq    uint64    `json:"last_seq"`
-	ReceivedAt time.Time `json:"received_at"`
-	Samples    []Sample  `json:"samples"`
+	V          int           `json:"v"`
+	Tenant     string        `json:"tenant"`
+	Thing      string        `json:"thing"`
+	Seq        uint64        `json:"seq"`
+	LastSeq    uint64        `json:"last_seq"`
+	ReceivedAt time.Time     `json:"received_at"`
+	Samples    []wire.Sample `json:"samples"`
 }
 
-func (in *Ingester) handleTelemetry(ctx context.Context, topic string, tp Topic, raw []byte, recv time.Time, ack func()) error {
-	t, err := DecodeTelemetry(raw, tp.Thing, recv, in.cfg.limits())
+func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
+	tp := m.tp
+	t, err := DecodeTelemetry(m.raw, tp.Thing, m.recv, in.cfg.limits())
 	if err != nil {
-		return in.rejected(ctx, topic, tp.Kind, tp, true, raw, err, "", ack)
+		return in.rejected(ctx, m, err)
 	}
-	data, err := json.Marshal(telemetryRecord{V: Version, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), ReceivedAt: recv.UTC(), Samples: t.Samples})
+	data, err := json.Marshal(telemetryRecord{V: wire.Version, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), ReceivedAt: m.recv.UTC(), Samples: t.Samples})
 	if err != nil {
 		return fmt.Errorf("encode telemetry of %s seq %d: %w", tp.Thing, t.Seq, err)
 	}
@@ -278,34 +273,36 @@ func (in *Ingester) handleTelemetry(ctx context.Context, topic string, tp Topic,
 			return
 		}
 		in.gaps.Observe(tp.Tenant, tp.Thing, LaneTelemetry, t.Seq, t.LastSeq())
-		in.cfg.Observer.Acked(tp.Kind, tp.Tenant, tp.Thing, t.Seq, t.LastSeq(), len(t.Samples), in.cfg.Now().Sub(recv))
-		ack()
+		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), Samples: len(t.Samples), SinceReceipt: in.cfg.Now().Sub(m.recv)})
+		m.ack()
 	})
 	if err != nil {
-		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+		if errors.Is(err, telemetry.ErrClosed) || ctx.Err() != nil {
 			return err
 		}
-		return in.rejected(ctx, topic, tp.Kind, tp, true, raw, reject(ReasonOversize, "%v", err), "", ack)
+		return in.rejected(ctx, m, reject(ReasonOversize, "%v", err))
 	}
 	return nil
 }
 
-func (in *Ingester) handleEvent(ctx context.Context, topic string, tp Topic, raw []byte, recv time.Time, ack func()) error {
-	ev, err := DecodeEvent(raw, tp.Thing, recv, in.cfg.limits())
+func (in *Ingester) handleEvent(ctx context.Context, m message) error {
+	tp := m.tp
+	ev, err := DecodeEvent(m.raw, tp.Thing, m.recv, in.cfg.limits())
+	m.typ = ev.Type
 	if err != nil {
-		return in.rejected(ctx, topic, tp.Kind, tp, true, raw, err, ev.Type, ack)
+		return in.rejected(ctx, m, err)
 	}
 	var outcome emitOutcome
 	err = in.retry(ctx, "emit "+ev.Type+" "+ev.ID+" of "+tp.Thing, func() error {
 		var err error
-		outcome, err = in.emitEvent(ctx, tp.Tenant, ev, raw)
+		outcome, err = in.emitEvent(ctx, tp.Tenant, ev, m.raw)
 		if errors.Is(err, ErrRejected) {
 			return permanent{err}
 		}
 		return err
 	})
 	if errors.Is(err, ErrRejected) {
-		return in.rejected(ctx, topic, tp.Kind, tp, true, raw, err, ev.Type, ack)
+		return in.rejected(ctx, m, err)
 	}
 	if err != nil {
 		return err
@@ -316,7 +313,7 @@ func (in *Ingester) handleEvent(ctx context.Context, topic string, tp Topic, raw
 		in.cfg.Observer.Emitted(ev.Type)
 	}
 	in.gaps.Observe(tp.Tenant, tp.Thing, LaneEvents, ev.Seq, ev.Seq)
-	if ev.Type == TypeTelemetryDropped {
+	if ev.Type == wire.TypeTelemetryDropped {
 		var d struct {
 			FromSeq uint64 `json:"from_seq"`
 			ToSeq   uint64 `json:"to_seq"`
@@ -325,54 +322,26 @@ func (in *Ingester) handleEvent(ctx context.Context, topic string, tp Topic, raw
 			in.gaps.Observe(tp.Tenant, tp.Thing, LaneTelemetry, d.FromSeq, d.ToSeq)
 		}
 	}
-	in.cfg.Observer.Acked(tp.Kind, tp.Tenant, tp.Thing, ev.Seq, ev.Seq, 0, in.cfg.Now().Sub(recv))
-	ack()
+	in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, LastSeq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv)})
+	m.ack()
 	return nil
 }
 
-// rejected dead-letters a rejection and acknowledges the message; other
-// errors are returned unacknowledged.
-func (in *Ingester) rejected(ctx context.Context, topic, kind string, tp Topic, verified bool, raw []byte, err error, typ string, ack func()) error {
+// rejected dead-letters a rejection of m and acknowledges m; other errors
+// are returned, m unacknowledged.
+func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 	var rej *Rejection
 	if !errors.As(err, &rej) {
 		return err
 	}
-	in.log.Info("message rejected", "topic", topic, "reason", rej.Reason, "detail", rej.Detail)
-	if err := in.retry(ctx, "dead-letter a message from "+topic, func() error {
-		return in.deadLetter(ctx, topic, kind, tp.Tenant, tp.Thing, verified, raw, rej, typ)
+	in.log.Info("message rejected", "topic", m.topic, "reason", rej.Reason, "detail", rej.Detail)
+	if err := in.retry(ctx, "dead-letter a message from "+m.topic, func() error {
+		return in.deadLetter(ctx, m, rej)
 	}); err != nil {
 		return err
 	}
-	in.cfg.Observer.Rejected(kind, rej.Reason)
-	in.cfg.Observer.Acked(kind, tp.Tenant, tp.Thing, 0, 0, 0, 0)
-	ack()
+	in.cfg.Observer.Rejected(m.kind, rej.Reason)
+	in.cfg.Observer.Acked(Ack{Kind: m.kind, Tenant: m.tp.Tenant, Thing: m.tp.Thing})
+	m.ack()
 	return nil
-}
-
-// permanent marks an error retry must not retry.
-type permanent struct{ error }
-
-func (p permanent) Unwrap() error { return p.error }
-
-// retry runs f until it succeeds, fails permanently, or ctx ends, backing off
-// between transient failures: a message that cannot be made durable now is
-// held (unacknowledged) rather than dropped.
-func (in *Ingester) retry(ctx context.Context, what string, f func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := f()
-		var p permanent
-		if err == nil {
-			return nil
-		}
-		if errors.As(err, &p) {
-			return p.error
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		in.log.Warn("transient failure; retrying", "what", what, "attempt", attempt+1, "err", err)
-		if !sleep(ctx, backoff(50*time.Millisecond, in.cfg.RetryMax, attempt+1)) {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
 }

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func meal(grams float64) map[string]any {
@@ -26,7 +28,7 @@ func TestRedeliveredEventEmitsOnce(t *testing.T) {
 	for range 3 {
 		publish(t, pub, topic(tenant, thing, "events"), msg)
 	}
-	waitFor(t, rec, "3 acks", func() bool { return rec.ackCount() == 3 })
+	testkit.WaitFor(t, "3 acks", hangGuard, func() bool { return rec.ackCount() == 3 })
 	evs := e.events(t, tenant)
 	if len(evs) != 1 {
 		t.Fatalf("events of %s = %d; want 1", tenant, len(evs))
@@ -49,9 +51,9 @@ func TestConflictingRepeatIsDeadLettered(t *testing.T) {
 	e.startIngest(t, rec, nil)
 	pub := e.publisher(t)
 	publish(t, pub, topic(tenant, thing, "events"), event(thing, 1, "meal-1", "bowl.meal_finished", meal(42.5)))
-	waitFor(t, rec, "first ack", func() bool { return rec.ackCount() == 1 })
+	testkit.WaitFor(t, "first ack", hangGuard, func() bool { return rec.ackCount() == 1 })
 	publish(t, pub, topic(tenant, thing, "events"), event(thing, 1, "meal-1", "bowl.meal_finished", meal(99)))
-	waitFor(t, rec, "second ack", func() bool { return rec.ackCount() == 2 })
+	testkit.WaitFor(t, "second ack", hangGuard, func() bool { return rec.ackCount() == 2 })
 	if n := len(e.events(t, tenant)); n != 1 {
 		t.Fatalf("events of %s = %d; want 1", tenant, n)
 	}
@@ -96,7 +98,7 @@ func TestBadMessagesAreRejectedAndAcked(t *testing.T) {
 	for _, c := range cases {
 		publish(t, pub, c.topic, c.payload)
 	}
-	waitFor(t, rec, "every bad message acked", func() bool { return rec.ackCount() == len(cases) })
+	testkit.WaitFor(t, "every bad message acked", hangGuard, func() bool { return rec.ackCount() == len(cases) })
 	want := map[ingest.Reason]int{}
 	for _, c := range cases {
 		want[c.reason]++
@@ -154,7 +156,7 @@ func TestEveryTelemetrySampleReachesKinesis(t *testing.T) {
 			publish(t, pub, topic(tenant, th, "telemetry"), telemetry(th, uint64(1+i*per), per, at))
 		}
 	}
-	waitFor(t, rec, "every telemetry message acked", func() bool { return rec.ackCount() == msgs*len(things) })
+	testkit.WaitFor(t, "every telemetry message acked", hangGuard, func() bool { return rec.ackCount() == msgs*len(things) })
 	for _, th := range things {
 		seen, tenants := e.streamSamples(t, lstest.Names(t).TelemetryStream(), th)
 		for s := uint64(1); s <= msgs*per; s++ {
@@ -185,7 +187,7 @@ func TestDataGapRaised(t *testing.T) {
 		t.Helper()
 		n := rec.ackCount()
 		publish(t, pub, tp, payload)
-		waitFor(t, rec, "ack", func() bool { return rec.ackCount() == n+1 })
+		testkit.WaitFor(t, "ack", hangGuard, func() bool { return rec.ackCount() == n+1 })
 	}
 	step(topic(tenant, thing, "events"), event(thing, 1, "refill-1", "bowl.refilled", map[string]any{"grams_added": 100, "level_g": 300}))
 	step(topic(tenant, thing, "events"), event(thing, 2, "empty-1", "bowl.empty", map[string]any{}))
@@ -197,13 +199,13 @@ func TestDataGapRaised(t *testing.T) {
 	gaps := func() map[string][2]float64 {
 		got := map[string][2]float64{}
 		for _, ev := range e.events(t, tenant) {
-			if ev.Type == ingest.TypeDataGap {
+			if ev.Type == catalog.TypeDataGap {
 				got[ev.Payload["lane"].(string)] = [2]float64{ev.Payload["from_seq"].(float64), ev.Payload["to_seq"].(float64)}
 			}
 		}
 		return got
 	}
-	waitFor(t, rec, "two data gaps", func() bool { return len(gaps()) == 2 })
+	testkit.WaitFor(t, "two data gaps", hangGuard, func() bool { return len(gaps()) == 2 })
 	want := map[string][2]float64{"events": {4, 5}, "telemetry": {16, 20}}
 	got := gaps()
 	for lane, r := range want {
@@ -213,7 +215,7 @@ func TestDataGapRaised(t *testing.T) {
 	}
 	n := 0
 	for _, ev := range e.events(t, tenant) {
-		if ev.Type == ingest.TypeDataGap {
+		if ev.Type == catalog.TypeDataGap {
 			n++
 		}
 	}

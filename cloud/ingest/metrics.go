@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bowline-iot/bowline/cloud/telemetry"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // Observer is told what happens to every message. Calls come from many
@@ -21,27 +24,45 @@ type Observer interface {
 	Duplicate(typ string)
 	// GapRaised: a bowl.data_gap was raised for lane.
 	GapRaised(lane string)
-	// Acked is called just before a message's PUBACK is sent, with the
-	// thing, the seqs the message carried and the time since it arrived.
-	// For telemetry, Kinesis has accepted the record by then.
-	Acked(kind, tenant, thing string, seq, lastSeq uint64, samples int, sinceReceipt time.Duration)
+	// Acked is called just before a message's PUBACK is sent. For
+	// telemetry, Kinesis has accepted the record by then.
+	Acked(a Ack)
 }
 
-// nopObserver observes nothing.
-type nopObserver struct{}
+// Ack is an acknowledged message, as Observer.Acked sees it.
+type Ack struct {
+	// Kind is the topic's kind, or "unknown" when the topic did not parse.
+	Kind string
+	// Tenant and Thing are the topic's; empty when it did not parse.
+	Tenant, Thing string
+	// Seq and LastSeq are the seqs the message carried (one seq for an
+	// event); zero for a rejected message.
+	Seq, LastSeq uint64
+	// Samples is the number of telemetry samples; zero otherwise.
+	Samples int
+	// SinceReceipt is the time since the message arrived; zero for a
+	// rejected message.
+	SinceReceipt time.Duration
+}
 
-func (nopObserver) Received(string)                                                  {}
-func (nopObserver) Rejected(string, Reason)                                          {}
-func (nopObserver) Emitted(string)                                                   {}
-func (nopObserver) Duplicate(string)                                                 {}
-func (nopObserver) GapRaised(string)                                                 {}
-func (nopObserver) Acked(string, string, string, uint64, uint64, int, time.Duration) {}
+// NopObserver observes nothing. Embed it in an Observer that needs only some
+// of the calls.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) Received(string)         {}
+func (NopObserver) Rejected(string, Reason) {}
+func (NopObserver) Emitted(string)          {}
+func (NopObserver) Duplicate(string)        {}
+func (NopObserver) GapRaised(string)        {}
+func (NopObserver) Acked(Ack)               {}
 
 // multiObserver fans out to several observers.
 type multiObserver []Observer
 
 // Observers returns an Observer that tells each of obs in turn; it is also a
-// ProducerObserver for those of obs that are.
+// telemetry.ProducerObserver for those of obs that are.
 func Observers(obs ...Observer) Observer { return multiObserver(obs) }
 
 func (m multiObserver) Received(k string) {
@@ -69,14 +90,14 @@ func (m multiObserver) GapRaised(l string) {
 		o.GapRaised(l)
 	}
 }
-func (m multiObserver) Acked(k, tenant, thing string, seq, last uint64, n int, d time.Duration) {
+func (m multiObserver) Acked(a Ack) {
 	for _, o := range m {
-		o.Acked(k, tenant, thing, seq, last, n, d)
+		o.Acked(a)
 	}
 }
 
 // Metrics are ingest's Prometheus metrics; it implements Observer and
-// ProducerObserver.
+// telemetry.ProducerObserver.
 type Metrics struct {
 	received   *prometheus.CounterVec
 	rejected   *prometheus.CounterVec
@@ -93,8 +114,9 @@ type Metrics struct {
 }
 
 var (
-	_ Observer         = (*Metrics)(nil)
-	_ ProducerObserver = (*Metrics)(nil)
+	_ Observer                   = (*Metrics)(nil)
+	_ telemetry.ProducerObserver = (*Metrics)(nil)
+	_ telemetry.ProducerObserver = multiObserver(nil)
 )
 
 // NewMetrics registers ingest's metrics with reg (prometheus.DefaultRegisterer
@@ -130,11 +152,11 @@ func (m *Metrics) Emitted(typ string)    { m.emitted.WithLabelValues(typ).Inc() 
 func (m *Metrics) Duplicate(typ string)  { m.duplicates.WithLabelValues(typ).Inc() }
 func (m *Metrics) GapRaised(lane string) { m.gaps.WithLabelValues(lane).Inc() }
 
-func (m *Metrics) Acked(kind, _, _ string, _, _ uint64, samples int, d time.Duration) {
-	m.acked.WithLabelValues(kind).Inc()
-	m.ackLatency.WithLabelValues(kind).Observe(d.Seconds())
-	if kind == KindTelemetry {
-		m.samples.Add(float64(samples))
+func (m *Metrics) Acked(a Ack) {
+	m.acked.WithLabelValues(a.Kind).Inc()
+	m.ackLatency.WithLabelValues(a.Kind).Observe(a.SinceReceipt.Seconds())
+	if a.Kind == wire.KindTelemetry {
+		m.samples.Add(float64(a.Samples))
 	}
 }
 
@@ -153,19 +175,19 @@ func (m *Metrics) PutRecords(records, _, failed int, err error, took time.Durati
 
 func (m *Metrics) RecordRetried(code string) { m.retried.WithLabelValues(code).Inc() }
 
-// PutRecords forwards to the observers that are also ProducerObservers.
+// PutRecords forwards to the observers that are also telemetry.ProducerObservers.
 func (m multiObserver) PutRecords(records, bytes, failed int, err error, took time.Duration) {
 	for _, o := range m {
-		if po, ok := o.(ProducerObserver); ok {
+		if po, ok := o.(telemetry.ProducerObserver); ok {
 			po.PutRecords(records, bytes, failed, err, took)
 		}
 	}
 }
 
-// RecordRetried forwards to the observers that are also ProducerObservers.
+// RecordRetried forwards to the observers that are also telemetry.ProducerObservers.
 func (m multiObserver) RecordRetried(code string) {
 	for _, o := range m {
-		if po, ok := o.(ProducerObserver); ok {
+		if po, ok := o.(telemetry.ProducerObserver); ok {
 			po.RecordRetried(code)
 		}
 	}

@@ -5,45 +5,14 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"strconv"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// Version is the only payload version ("v") this ingest accepts.
-const Version = 1
-
-// Telemetry is a decoded, validated telemetry message.
-type Telemetry struct {
-	V       int      `json:"v"`
-	Thing   string   `json:"thing"`
-	Seq     uint64   `json:"seq"`
-	Samples []Sample `json:"samples"`
-}
-
-// LastSeq is the seq of the message's last sample.
-func (t Telemetry) LastSeq() uint64 { return t.Seq + uint64(len(t.Samples)) - 1 }
-
-// Sample is one reading.
-type Sample struct {
-	T     time.Time `json:"t"`
-	Kind  string    `json:"kind"`
-	Value float64   `json:"value"`
-}
-
-// DeviceEvent is a decoded, validated event message.
-type DeviceEvent struct {
-	V     int             `json:"v"`
-	Thing string          `json:"thing"`
-	Seq   uint64          `json:"seq"`
-	ID    string          `json:"id"`
-	Type  string          `json:"type"`
-	At    time.Time       `json:"at"`
-	Data  json.RawMessage `json:"data"`
-}
-
-var (
-	kindPattern    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-	eventIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-)
+// kindPattern is the rule of a sample's kind.
+var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // Limits bound what a message may hold; see Config for the defaults.
 type Limits struct {
@@ -69,10 +38,10 @@ func checkEnvelope(raw []byte, topicThing string, lim Limits) error {
 		return reject(ReasonMalformedJSON, "%v", err)
 	}
 	if p.V == nil {
-		return reject(ReasonBadVersion, `no "v" field; want %d`, Version)
+		return reject(ReasonBadVersion, `no "v" field; want %d`, wire.Version)
 	}
-	if string(*p.V) != "1" {
-		return reject(ReasonBadVersion, `"v" is %s; want %d`, *p.V, Version)
+	if string(*p.V) != strconv.Itoa(wire.Version) {
+		return reject(ReasonBadVersion, `"v" is %s; want %d`, *p.V, wire.Version)
 	}
 	if p.Thing == nil || *p.Thing != topicThing {
 		got := "<missing>"
@@ -98,33 +67,33 @@ func decodeStrict(raw []byte, v any) error {
 
 // DecodeTelemetry decodes and validates a telemetry payload published by
 // topicThing, received at now.
-func DecodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (Telemetry, error) {
+func DecodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (wire.TelemetryMessage, error) {
 	if err := checkEnvelope(raw, topicThing, lim); err != nil {
-		return Telemetry{}, err
+		return wire.TelemetryMessage{}, err
 	}
-	var t Telemetry
+	var t wire.TelemetryMessage
 	if err := decodeStrict(raw, &t); err != nil {
-		return Telemetry{}, err
+		return wire.TelemetryMessage{}, err
 	}
 	switch {
 	case t.Seq == 0:
-		return Telemetry{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
+		return wire.TelemetryMessage{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
 	case len(t.Samples) == 0:
-		return Telemetry{}, reject(ReasonInvalid, "no samples")
+		return wire.TelemetryMessage{}, reject(ReasonInvalid, "no samples")
 	case len(t.Samples) > lim.MaxSamples:
-		return Telemetry{}, reject(ReasonInvalid, "%d samples exceed %d", len(t.Samples), lim.MaxSamples)
+		return wire.TelemetryMessage{}, reject(ReasonInvalid, "%d samples exceed %d", len(t.Samples), lim.MaxSamples)
 	case t.Seq > math.MaxUint64-uint64(len(t.Samples)):
-		return Telemetry{}, reject(ReasonInvalid, "seq %d overflows with %d samples", t.Seq, len(t.Samples))
+		return wire.TelemetryMessage{}, reject(ReasonInvalid, "seq %d overflows with %d samples", t.Seq, len(t.Samples))
 	}
 	limit := now.Add(lim.MaxFutureSkew)
 	for i, s := range t.Samples {
 		switch {
 		case s.T.IsZero():
-			return Telemetry{}, reject(ReasonInvalid, "sample %d: no time", i)
+			return wire.TelemetryMessage{}, reject(ReasonInvalid, "sample %d: no time", i)
 		case s.T.After(limit):
-			return Telemetry{}, reject(ReasonFutureTimestamp, "sample %d at %s is more than %s after receipt at %s", i, s.T.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
+			return wire.TelemetryMessage{}, reject(ReasonFutureTimestamp, "sample %d at %s is more than %s after receipt at %s", i, s.T.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
 		case !kindPattern.MatchString(s.Kind):
-			return Telemetry{}, reject(ReasonInvalid, "sample %d: kind %q is not a lowercase identifier", i, s.Kind)
+			return wire.TelemetryMessage{}, reject(ReasonInvalid, "sample %d: kind %q is not a lowercase identifier", i, s.Kind)
 		}
 	}
 	return t, nil
@@ -133,34 +102,34 @@ func DecodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (
 // DecodeEvent decodes and validates an event payload published by
 // topicThing, received at now: envelope, type (one a device may send) and
 // the type's data schema.
-func DecodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (DeviceEvent, error) {
+func DecodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (wire.EventMessage, error) {
 	if err := checkEnvelope(raw, topicThing, lim); err != nil {
-		return DeviceEvent{}, err
+		return wire.EventMessage{}, err
 	}
-	var e DeviceEvent
+	var e wire.EventMessage
 	if err := decodeStrict(raw, &e); err != nil {
-		return DeviceEvent{}, err
+		return wire.EventMessage{}, err
 	}
 	switch {
 	case e.Seq == 0:
-		return DeviceEvent{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
-	case !eventIDPattern.MatchString(e.ID):
-		return DeviceEvent{}, reject(ReasonInvalid, "event id %q: want 1-128 letters, digits, '_', '.', ':' or '-'", e.ID)
+		return wire.EventMessage{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
+	case !wire.ValidName(e.ID):
+		return wire.EventMessage{}, reject(ReasonInvalid, "%v", wire.CheckName("event id", e.ID))
 	case e.At.IsZero():
-		return DeviceEvent{}, reject(ReasonInvalid, "event %s: no time (at)", e.ID)
+		return wire.EventMessage{}, reject(ReasonInvalid, "event %s: no time (at)", e.ID)
 	case e.At.After(now.Add(lim.MaxFutureSkew)):
-		return DeviceEvent{}, reject(ReasonFutureTimestamp, "event %s at %s is more than %s after receipt at %s", e.ID, e.At.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
+		return wire.EventMessage{}, reject(ReasonFutureTimestamp, "event %s at %s is more than %s after receipt at %s", e.ID, e.At.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
 	}
 	s, ok := schemas[e.Type]
 	if !ok {
-		return DeviceEvent{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
+		return wire.EventMessage{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
 	}
 	data := e.Data
 	if len(data) == 0 || string(data) == "null" {
 		data = json.RawMessage(`{}`)
 	}
 	if err := s.check(data, now, lim.MaxFutureSkew); err != nil {
-		return DeviceEvent{}, reject(ReasonInvalid, "event %s (%s): %v", e.ID, e.Type, err)
+		return wire.EventMessage{}, reject(ReasonInvalid, "event %s (%s): %v", e.ID, e.Type, err)
 	}
 	e.Data = data
 	return e, nil

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 var (
@@ -96,17 +98,19 @@ func TestDecodeEvent(t *testing.T) {
 func TestParseTopic(t *testing.T) {
 	for _, c := range []struct {
 		topic string
-		want  Topic
+		want  wire.Topic
 		ok    bool
 	}{
-		{"dt/bowline/t1/bowl-1/telemetry", Topic{"t1", "bowl-1", KindTelemetry}, true},
-		{"dt/bowline/t1/bowl:1/events", Topic{"t1", "bowl:1", KindEvents}, true},
-		{"dt/bowline/t1/bowl-1/status", Topic{}, false},
-		{"dt/bowline/t1/bowl-1", Topic{}, false},
-		{"dt/other/t1/bowl-1/events", Topic{}, false},
-		{"dt/bowline/t#1/bowl-1/events", Topic{}, false},
-		{"dt/bowline/t1//events", Topic{}, false},
-		{"dt/bowline/t1/a/b/events", Topic{}, false},
+		{"dt/bowline/t1/bowl-1/telemetry", wire.Topic{Tenant: "t1", Thing: "bowl-1", Kind: wire.KindTelemetry}, true},
+		{"dt/bowline/t1/bowl:1/events", wire.Topic{Tenant: "t1", Thing: "bowl:1", Kind: wire.KindEvents}, true},
+		{"dt/bowline/t1/bowl-1/status", wire.Topic{}, false},
+		{"dt/bowline/t1/bowl-1", wire.Topic{}, false},
+		{"dt/other/t1/bowl-1/events", wire.Topic{}, false},
+		{"dt/bowline/t#1/bowl-1/events", wire.Topic{}, false},
+		{"dt/bowline/_acme/bowl-1/events", wire.Topic{}, false},
+		{"dt/bowline/t1/_bowl/events", wire.Topic{}, false},
+		{"dt/bowline/t1//events", wire.Topic{}, false},
+		{"dt/bowline/t1/a/b/events", wire.Topic{}, false},
 	} {
 		got, err := ParseTopic(c.topic)
 		if (err == nil) != c.ok || got != c.want {

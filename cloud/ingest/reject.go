@@ -2,8 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 
 	"github.com/bowline-iot/bowline/engine/deadletter"
 )
@@ -24,11 +22,6 @@ type LetterStore interface {
 
 var _ LetterStore = (*deadletter.Store)(nil)
 
-func shortDigest(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
-}
-
 func letterBody(raw []byte) string {
 	if len(raw) > maxLetterBody {
 		raw = raw[:maxLetterBody]
@@ -36,24 +29,24 @@ func letterBody(raw []byte) string {
 	return string(raw)
 }
 
-// deadLetter records a rejected message. When verified, tenant is the
-// thing's registered tenant and the letter lives under it, keyed by the
-// message digest (a redelivery overwrites it); otherwise the message has no
-// trustworthy tenant and becomes a poison pill.
-func (in *Ingester) deadLetter(ctx context.Context, topic, kind, tenant, thing string, verified bool, raw []byte, rej *Rejection, typ string) error {
+// deadLetter records m's rejection. When m is verified, its topic's tenant
+// is the thing's registered tenant and the letter lives under it, keyed by
+// the payload's digest (a redelivery overwrites it); otherwise the message
+// has no trustworthy tenant and becomes a poison pill (keys.go).
+func (in *Ingester) deadLetter(ctx context.Context, m message, rej *Rejection) error {
 	l := deadletter.Letter{
 		Error:     rej.Error(),
-		Body:      letterBody(raw),
-		MessageID: topic,
-		EventType: typ,
+		Body:      letterBody(m.raw),
+		MessageID: m.topic,
+		EventType: m.typ,
 		At:        in.cfg.Now().UTC(),
 	}
-	if !verified {
-		l.MessageID = topic + "#" + shortDigest(raw)
+	if !m.verified {
+		l.MessageID = poisonMessageID(m.topic, m.raw)
 		return in.letters.RecordPoison(ctx, l)
 	}
-	l.Tenant = tenant
-	l.EventID = thing + "/" + kind + "/" + shortDigest(raw)
+	l.Tenant = m.tp.Tenant
+	l.EventID = letterEventID(m.tp.Thing, m.kind, m.raw)
 	l.Subscription = LetterSubscription
 	return in.letters.Record(ctx, l)
 }

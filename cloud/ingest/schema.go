@@ -34,25 +34,19 @@ type field struct {
 // have; unknown fields are refused, so a typo never reaches the chain.
 type schema []field
 
-// schemas holds every event type a device may send (DESIGN.md's catalog and
-// the edge outbox's bowl.telemetry_dropped). bowl.data_gap is raised by the
-// cloud only.
+// schemas holds every event type a device may send: the bowl.* types of
+// docs/contract.md ("Event catalog") but bowl.data_gap, which the cloud
+// raises.
 var schemas = map[string]schema{
-	"bowl.meal_finished": {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", text, false}},
-	"bowl.refilled":      {{"grams_added", nonNeg, false}, {"level_g", number, false}},
-	"bowl.food_low":      {{"level_g", number, false}, {"threshold_g", number, false}},
-	"bowl.empty":         {{"level_g", number, true}},
+	catalog.TypeMealFinished: {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", text, false}},
+	catalog.TypeRefilled:     {{"grams_added", nonNeg, false}, {"level_g", number, false}},
+	catalog.TypeFoodLow:      {{"level_g", number, false}, {"threshold_g", number, false}},
+	catalog.TypeEmpty:        {{"level_g", number, true}},
 	// The edge agent sends the firmware's numeric fault code (frame.FaultCode);
 	// a named code is accepted too.
-	"bowl.device_fault":      {{"code", code, false}, {"detail", text, false}},
-	"bowl.telemetry_dropped": {{"from_seq", counter, false}, {"to_seq", counter, false}, {"count", counter, false}, {"from", timestamp, true}, {"to", timestamp, true}, {"reason", nonEmpty, false}},
+	catalog.TypeDeviceFault:      {{"code", code, false}, {"detail", text, false}},
+	catalog.TypeTelemetryDropped: {{"from_seq", counter, false}, {"to_seq", counter, false}, {"count", counter, false}, {"from", timestamp, true}, {"to", timestamp, true}, {"reason", nonEmpty, false}},
 }
-
-// TypeDataGap is the event ingest raises for a missing range of seqs.
-const TypeDataGap = "bowl.data_gap"
-
-// TypeTelemetryDropped is the edge's report of telemetry it dropped unsent.
-const TypeTelemetryDropped = "bowl.telemetry_dropped"
 
 // checkCatalog verifies that every type ingest emits is declared in the
 // catalog as produced by ingest, so the two cannot drift apart silently.
@@ -68,8 +62,8 @@ func checkCatalog() error {
 			return fmt.Errorf("ingest: device event type %q is not declared in the catalog as produced by %q", typ, catalog.ProducerIngest)
 		}
 	}
-	if !slices.Contains(emits, TypeDataGap) {
-		return fmt.Errorf("ingest: %q is not declared in the catalog as produced by %q", TypeDataGap, catalog.ProducerIngest)
+	if !slices.Contains(emits, catalog.TypeDataGap) {
+		return fmt.Errorf("ingest: %q is not declared in the catalog as produced by %q", catalog.TypeDataGap, catalog.ProducerIngest)
 	}
 	return nil
 }

@@ -1,37 +1,19 @@
 package ingest
 
 import (
-	"strings"
-
-	"github.com/bowline-iot/bowline/cloud/devices"
-	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// Message kinds: the last topic segment.
-const (
-	KindTelemetry = "telemetry"
-	KindEvents    = "events"
-)
-
-// Topic is a parsed data topic dt/bowline/<tenant>/<thing>/<kind>.
-type Topic struct {
-	Tenant, Thing, Kind string
-}
-
-// ParseTopic parses a data topic, or rejects it with ReasonBadTopic.
-func ParseTopic(topic string) (Topic, error) {
-	parts := strings.Split(topic, "/")
-	if len(parts) != 5 || parts[0] != "dt" || parts[1] != "bowline" {
-		return Topic{}, reject(ReasonBadTopic, "topic %q: want dt/bowline/<tenant>/<thing>/<telemetry|events>", topic)
+// ParseTopic parses a data topic (wire.KindTelemetry or wire.KindEvents), or
+// rejects it with ReasonBadTopic: another prefix or kind, or a tenant or
+// thing that is not a wire.ValidName.
+func ParseTopic(topic string) (wire.Topic, error) {
+	t, err := wire.ParseTopic(topic)
+	if err != nil {
+		return wire.Topic{}, reject(ReasonBadTopic, "%v", err)
 	}
-	t := Topic{Tenant: parts[2], Thing: parts[3], Kind: parts[4]}
-	switch {
-	case !engine.ValidTenant(t.Tenant):
-		return Topic{}, reject(ReasonBadTopic, "topic %q: invalid tenant %q", topic, t.Tenant)
-	case !devices.ValidThing(t.Thing):
-		return Topic{}, reject(ReasonBadTopic, "topic %q: invalid thing %q", topic, t.Thing)
-	case t.Kind != KindTelemetry && t.Kind != KindEvents:
-		return Topic{}, reject(ReasonBadTopic, "topic %q: unknown kind %q", topic, t.Kind)
+	if t.Kind != wire.KindTelemetry && t.Kind != wire.KindEvents {
+		return wire.Topic{}, reject(ReasonBadTopic, "topic %q: kind %q is not ingested; want telemetry or events", topic, t.Kind)
 	}
 	return t, nil
 }
@@ -39,7 +21,7 @@ func ParseTopic(topic string) (Topic, error) {
 // Filters returns the shared-subscription filters of group.
 func Filters(group string) []string {
 	return []string{
-		"$share/" + group + "/dt/bowline/+/+/" + KindTelemetry,
-		"$share/" + group + "/dt/bowline/+/+/" + KindEvents,
+		"$share/" + group + "/" + wire.Filter(wire.KindTelemetry),
+		"$share/" + group + "/" + wire.Filter(wire.KindEvents),
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/cloud/adapters"
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // payment is the payload of com.payment_completed (cloud/api).
@@ -39,7 +42,7 @@ func (s *Set) shopifyMirror(ctx context.Context, env engine.Envelope) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.cfg.Shop.MirrorOrder(ctx, adapters.Key(env.ID, ShopifyMirror), adapters.ShopifyOrder{
+	_, err = s.cfg.Shop.MirrorOrder(ctx, adapters.Key(env.ID, catalog.SubShopifyMirror), adapters.ShopifyOrder{
 		OrderID: p.OrderID, Tenant: env.Tenant, CustomerID: p.CustomerID, PaymentID: p.PaymentID,
 		AmountCents: p.AmountCents, Items: p.Items,
 	})
@@ -51,7 +54,7 @@ func (s *Set) bookShipment(ctx context.Context, env engine.Envelope) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.cfg.Shipping.BookShipment(ctx, adapters.Key(env.ID, BookShipment), adapters.Shipment{
+	_, err = s.cfg.Shipping.BookShipment(ctx, adapters.Key(env.ID, catalog.SubBookShipment), adapters.Shipment{
 		OrderID: p.OrderID, Tenant: env.Tenant, CustomerID: p.CustomerID, Items: p.Items,
 	})
 	return classify(err)
@@ -62,17 +65,11 @@ func (s *Set) notifyBuyer(ctx context.Context, env engine.Envelope) error {
 	if err != nil {
 		return err
 	}
-	return classify(s.cfg.Notify.Send(ctx, adapters.Key(env.ID, NotifyBuyer), adapters.Notification{
+	return classify(s.cfg.Notify.Send(ctx, adapters.Key(env.ID, catalog.SubNotifyBuyer), adapters.Notification{
 		Tenant: env.Tenant, To: "customer:" + p.CustomerID, Channel: "email", Template: env.Type,
 		Data: map[string]any{"order_id": p.OrderID, "amount_cents": p.AmountCents},
 	}))
 }
-
-// PetPK and PetSK key a pet's app-table row (entity "pet").
-func PetPK(tenant, petID string) string { return "PET#" + tenant + "#" + petID }
-
-// PetSK is the sort key of a pet's own row.
-const PetSK = "PET"
 
 // markTagOrdered records on the pet's row that its tag was ordered. The
 // write is conditional on the order, so a second run changes nothing (and
@@ -87,13 +84,13 @@ func (s *Set) markTagOrdered(ctx context.Context, env engine.Envelope) error {
 	}
 	_, err = s.cfg.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.cfg.Names.AppTable()),
-		Key:       map[string]types.AttributeValue{"pk": str(PetPK(env.Tenant, p.PetID)), "sk": str(PetSK)},
+		Key:       petKey(env.Tenant, p.PetID),
 		UpdateExpression: aws.String("SET entity = :e, tenant = :t, pet_id = :p, tag_status = :st, " +
 			"tag_order_id = :o, tag_ordered_at = :at, tag_event_id = :ev"),
 		ConditionExpression: aws.String("attribute_not_exists(tag_order_id) OR tag_order_id <> :o"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e": str("pet"), ":t": str(env.Tenant), ":p": str(p.PetID), ":st": str("ordered"),
-			":o": str(p.OrderID), ":at": str(env.OccurredAt.UTC().Format(engine.TimeLayout)), ":ev": str(env.ID),
+			":e": attr.S(EntityPet), ":t": attr.S(env.Tenant), ":p": attr.S(p.PetID), ":st": attr.S("ordered"),
+			":o": attr.S(p.OrderID), ":at": attr.S(env.OccurredAt.UTC().Format(engine.TimeLayout)), ":ev": attr.S(env.ID),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -105,5 +102,3 @@ func (s *Set) markTagOrdered(ctx context.Context, env engine.Envelope) error {
 	}
 	return nil
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -9,21 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 )
-
-// A tenant's owner contact, in the app table:
-//
-//	pk = CONTACT#<tenant>  sk = OWNER  entity = contact, tenant, channel, address
-const (
-	ContactSK     = "OWNER"
-	EntityContact = "contact"
-)
-
-// ContactPK is the partition key of tenant's owner contact.
-func ContactPK(tenant string) string { return "CONTACT#" + tenant }
 
 // Contact says where a tenant's owner notifications go.
 type Contact struct {
@@ -71,7 +60,7 @@ func (d *Directory) Owner(ctx context.Context, tenant string) (Contact, error) {
 	}
 	out, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(d.table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": str(ContactPK(tenant)), "sk": str(ContactSK)},
+		Key: contactKey(tenant),
 	})
 	if err != nil {
 		return Contact{}, fmt.Errorf("read contact of tenant %q: %w", tenant, err)
@@ -119,7 +108,7 @@ func (s *Set) contactChanged(_ context.Context, env engine.Envelope) error {
 	}
 	ch, _ := p.New["channel"].(string)
 	addr, _ := p.New["address"].(string)
-	if sk, _ := p.New["sk"].(string); sk == ContactSK && ch != "" && addr != "" {
+	if sk, _ := p.New[attr.SK].(string); sk == ContactSK && ch != "" && addr != "" {
 		s.contacts.put(tenant, Contact{Channel: ch, Address: addr})
 		s.log.Info("owner contact refreshed", "tenant", tenant, "channel", ch)
 		return nil

@@ -1,5 +1,5 @@
 // Package subscribers holds the handlers of Bowline's cloud subscriptions,
-// bound by name to the catalog (engine/catalog) with Bind:
+// bound by name to the catalog (cloud/catalog) with Bind:
 //
 //	com.payment_completed  -> shopify_mirror, book_shipment, notify_buyer   (HTTP adapters)
 //	                          mark_tag_ordered                              (app table: the pet's tag)

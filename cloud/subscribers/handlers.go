@@ -7,23 +7,6 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 )
 
-// Subscription names (engine/catalog) this package handles.
-const (
-	ShopifyMirror       = "shopify_mirror"
-	BookShipment        = "book_shipment"
-	NotifyBuyer         = "notify_buyer"
-	MarkTagOrdered      = "mark_tag_ordered"
-	RecordIntake        = "record_intake"
-	NotifyOwner         = "notify_owner"
-	NotifyOwnerEmpty    = "notify_owner_empty"
-	NotifyOwnerAppetite = "notify_owner_appetite"
-	NotifySupport       = "notify_support"
-	ContactChanges      = "contact_changes"
-)
-
-// Event type emitted from record_intake.
-const TypeAppetiteDropped = "pet.appetite_dropped"
-
 // Set is the cloud subscribers with their shared state (the owner
 // directory). Build one per process with New.
 type Set struct {
@@ -51,16 +34,16 @@ func (s *Set) Contacts() *Directory { return s.contacts }
 // Handlers returns every handler by subscription name.
 func (s *Set) Handlers() map[string]engine.Handler {
 	return map[string]engine.Handler{
-		ShopifyMirror:       s.shopifyMirror,
-		BookShipment:        s.bookShipment,
-		NotifyBuyer:         s.notifyBuyer,
-		MarkTagOrdered:      s.markTagOrdered,
-		RecordIntake:        s.recordIntake,
-		NotifyOwner:         s.notifyOwner(NotifyOwner),
-		NotifyOwnerEmpty:    s.notifyOwner(NotifyOwnerEmpty),
-		NotifyOwnerAppetite: s.notifyOwner(NotifyOwnerAppetite),
-		NotifySupport:       s.notifySupport,
-		ContactChanges:      s.contactChanged,
+		catalog.SubShopifyMirror:       s.shopifyMirror,
+		catalog.SubBookShipment:        s.bookShipment,
+		catalog.SubNotifyBuyer:         s.notifyBuyer,
+		catalog.SubMarkTagOrdered:      s.markTagOrdered,
+		catalog.SubRecordIntake:        s.recordIntake,
+		catalog.SubNotifyOwner:         s.notifyOwner(catalog.SubNotifyOwner),
+		catalog.SubNotifyOwnerEmpty:    s.notifyOwner(catalog.SubNotifyOwnerEmpty),
+		catalog.SubNotifyOwnerAppetite: s.notifyOwner(catalog.SubNotifyOwnerAppetite),
+		catalog.SubNotifySupport:       s.notifySupport,
+		catalog.SubContactChanges:      s.contactChanged,
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
@@ -57,7 +57,7 @@ func newFixture(t *testing.T, wrap func(subscribers.Emitter) subscribers.Emitter
 	cfg := lstest.AWSConfig(t)
 	f := &fixture{t: t, names: lstest.Names(t), fakes: fakes.NewSet(), tenant: "t-" + randHex(4)}
 	f.db = dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
-	log := slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := testkit.Logger(t, slog.LevelWarn)
 	eng, err := engine.New(engine.Config{Client: f.db, EventsTable: f.names.EventsTable(), InboxTable: f.names.InboxTable(), Catalog: catalog.Bowline(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +84,6 @@ func newFixture(t *testing.T, wrap func(subscribers.Emitter) subscribers.Emitter
 	}
 	f.h = f.set.Handlers()
 	return f
-}
-
-type tlog struct{ t *testing.T }
-
-func (l tlog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // envelope builds an event as the worker hands it over.

@@ -9,15 +9,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 )
-
-// EntityIntake is the entity attribute of daily intake rows.
-const EntityIntake = "intake"
 
 // UntaggedPet is the pet_tag a meal without one is recorded under.
 const UntaggedPet = "untagged"
@@ -28,12 +28,6 @@ const historyDays = 7
 // intakeAttempts bounds how often record_intake re-reads after losing a
 // race on the day's row.
 const intakeAttempts = 4
-
-// IntakePK is the partition key of a pet's intake rows.
-func IntakePK(tenant, petTag string) string { return PetPK(tenant, petTag) }
-
-// IntakeSK is the sort key of the intake row of day (YYYY-MM-DD).
-func IntakeSK(day string) string { return "INTAKE#" + day }
 
 const dayLayout = "2006-01-02"
 
@@ -100,15 +94,15 @@ func (s *Set) addMeal(ctx context.Context, env engine.Envelope, pet, day string,
 	}
 	update := &types.Update{
 		TableName: aws.String(s.cfg.Names.AppTable()),
-		Key:       map[string]types.AttributeValue{"pk": str(IntakePK(env.Tenant, pet)), "sk": str(IntakeSK(day))},
+		Key:       intakeKey(env.Tenant, pet, day),
 		UpdateExpression: aws.String("SET entity = :e, tenant = :t, pet_tag = :p, #day = :d, updated_at = :u " +
 			"ADD grams :g, meals :one, event_ids :ids"),
 		ConditionExpression:      aws.String("attribute_not_exists(event_ids) OR NOT contains(event_ids, :id)"),
 		ExpressionAttributeNames: map[string]string{"#day": "day"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e": str(EntityIntake), ":t": str(env.Tenant), ":p": str(pet), ":d": str(day),
-			":u": str(s.cfg.Now().UTC().Format(engine.TimeLayout)),
-			":g": num(grams), ":one": num(1), ":ids": &types.AttributeValueMemberSS{Value: []string{env.ID}}, ":id": str(env.ID),
+			":e": attr.S(EntityIntake), ":t": attr.S(env.Tenant), ":p": attr.S(pet), ":d": attr.S(day),
+			":u": attr.S(s.cfg.Now().UTC().Format(engine.TimeLayout)),
+			":g": attr.Float(grams), ":one": attr.N(1), ":ids": attr.SS(env.ID), ":id": attr.S(env.ID),
 		},
 	}
 	if today == nil {
@@ -117,12 +111,12 @@ func (s *Set) addMeal(ctx context.Context, env engine.Envelope, pet, day string,
 			// creates it may emit, once.
 			update.ConditionExpression = aws.String("attribute_not_exists(pk)")
 			delete(update.ExpressionAttributeValues, ":id")
-			_, err := s.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: TypeAppetiteDropped, Payload: drop, Writes: []engine.Write{{Update: update}}})
+			_, err := s.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypeAppetiteDropped, Payload: drop, Writes: []engine.Write{{Update: update}}})
 			if errors.Is(err, engine.ErrConditionFailed) {
 				return errLostRace
 			}
 			if err != nil {
-				return fmt.Errorf("record intake of pet %q on %s with %s: %w", pet, day, TypeAppetiteDropped, err)
+				return fmt.Errorf("record intake of pet %q on %s with %s: %w", pet, day, catalog.TypeAppetiteDropped, err)
 			}
 			s.log.Info("appetite dropped", "tenant", env.Tenant, "pet", pet, "day", drop["day"], "grams", drop["grams"], "average_g", drop["average_g"])
 			return nil
@@ -188,7 +182,7 @@ func (s *Set) recentDays(ctx context.Context, tenant, pet, day string) ([]dayRow
 		TableName: aws.String(s.cfg.Names.AppTable()), ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :from AND :to"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(IntakePK(tenant, pet)), ":from": str(IntakeSK(from)), ":to": str(IntakeSK(day)),
+			":pk": attr.S(IntakePK(tenant, pet)), ":from": attr.S(IntakeSK(from)), ":to": attr.S(IntakeSK(day)),
 		},
 	})
 	if err != nil {
@@ -196,7 +190,7 @@ func (s *Set) recentDays(ctx context.Context, tenant, pet, day string) ([]dayRow
 	}
 	rows := make([]dayRow, 0, len(out.Items))
 	for _, it := range out.Items {
-		r := dayRow{day: attrS(it, "day")}
+		r := dayRow{day: attr.GetS(it, "day")}
 		if v, ok := it["grams"].(*types.AttributeValueMemberN); ok {
 			r.grams, _ = strconv.ParseFloat(v.Value, 64)
 		}
@@ -206,15 +200,4 @@ func (s *Set) recentDays(ctx context.Context, tenant, pet, day string) ([]dayRow
 		rows = append(rows, r)
 	}
 	return rows, nil
-}
-
-func num(v float64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(v, 'f', -1, 64)}
-}
-
-func attrS(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
 }

@@ -3,6 +3,8 @@ package subscribers
 import (
 	"context"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
+
 	"github.com/bowline-iot/bowline/cloud/adapters"
 	"github.com/bowline-iot/bowline/engine"
 )
@@ -28,7 +30,7 @@ func (s *Set) notifySupport(ctx context.Context, env engine.Envelope) error {
 	for k, v := range env.Payload {
 		data[k] = v
 	}
-	return classify(s.cfg.Notify.Send(ctx, adapters.Key(env.ID, NotifySupport), adapters.Notification{
+	return classify(s.cfg.Notify.Send(ctx, adapters.Key(env.ID, catalog.SubNotifySupport), adapters.Notification{
 		Tenant: env.Tenant, To: s.cfg.SupportAddress, Channel: "email", Template: env.Type, Data: data,
 	}))
 }

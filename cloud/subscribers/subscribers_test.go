@@ -34,7 +34,7 @@ func (f *fixture) meal(pet, startedAt string, grams float64) engine.Envelope {
 func (f *fixture) appetiteEvents() []engine.Envelope {
 	var out []engine.Envelope
 	for _, e := range f.events() {
-		if e.Type == subscribers.TypeAppetiteDropped {
+		if e.Type == catalog.TypeAppetiteDropped {
 			out = append(out, e)
 		}
 	}
@@ -50,7 +50,7 @@ func TestRecordIntakeEmitsAppetiteDropOnce(t *testing.T) {
 	f.seedDay(pet, "2026-03-09", "30")
 
 	meal := f.meal(pet, "2026-03-10T07:00:00Z", 40)
-	if err := f.run(subscribers.RecordIntake, meal); err != nil {
+	if err := f.run(catalog.SubRecordIntake, meal); err != nil {
 		t.Fatalf("record_intake = %v; want nil", err)
 	}
 	today := f.get(subscribers.IntakePK(f.tenant, pet), subscribers.IntakeSK("2026-03-10"))
@@ -71,11 +71,11 @@ func TestRecordIntakeEmitsAppetiteDropOnce(t *testing.T) {
 
 	// Redelivery of the same meal (a worker died before completing the
 	// claim): nothing is counted or emitted twice.
-	if err := f.run(subscribers.RecordIntake, meal); err != nil {
+	if err := f.run(catalog.SubRecordIntake, meal); err != nil {
 		t.Fatalf("record_intake again = %v; want nil", err)
 	}
 	// Another meal the same day adds up and emits nothing.
-	if err := f.run(subscribers.RecordIntake, f.meal(pet, "2026-03-10T18:00:00Z", 25)); err != nil {
+	if err := f.run(catalog.SubRecordIntake, f.meal(pet, "2026-03-10T18:00:00Z", 25)); err != nil {
 		t.Fatalf("second meal = %v; want nil", err)
 	}
 	today = f.get(subscribers.IntakePK(f.tenant, pet), subscribers.IntakeSK("2026-03-10"))
@@ -106,7 +106,7 @@ func TestRecordIntakeJudgesOnlyAFullHistory(t *testing.T) {
 			for day, g := range tc.seed {
 				f.seedDay(pet, day, g)
 			}
-			if err := f.run(subscribers.RecordIntake, f.meal(pet, "2026-04-05T08:00:00.123Z", 12.5)); err != nil {
+			if err := f.run(catalog.SubRecordIntake, f.meal(pet, "2026-04-05T08:00:00.123Z", 12.5)); err != nil {
 				t.Fatalf("record_intake = %v; want nil", err)
 			}
 			if got := len(f.appetiteEvents()); got != map[bool]int{true: 1}[tc.event] {
@@ -144,7 +144,7 @@ func TestIntakeRowAndAppetiteEventAreOneTransaction(t *testing.T) {
 	}
 	f.seedDay(pet, "2026-05-04", "20")
 	meal := f.meal(pet, "2026-05-05T09:00:00Z", 30)
-	err := f.run(subscribers.RecordIntake, meal)
+	err := f.run(catalog.SubRecordIntake, meal)
 	if err == nil || errors.Is(err, worker.ErrTerminal) {
 		t.Fatalf("record_intake with a failing transaction = %v; want a retryable error", err)
 	}
@@ -155,7 +155,7 @@ func TestIntakeRowAndAppetiteEventAreOneTransaction(t *testing.T) {
 		t.Errorf("events after the failed transaction = %d; want 0", got)
 	}
 	sabotage.Store(false)
-	if err := f.run(subscribers.RecordIntake, meal); err != nil {
+	if err := f.run(catalog.SubRecordIntake, meal); err != nil {
 		t.Fatalf("record_intake on redelivery = %v; want nil", err)
 	}
 	row := f.get(subscribers.IntakePK(f.tenant, pet), subscribers.IntakeSK("2026-05-05"))
@@ -170,11 +170,11 @@ func TestBadPayloadsAreTerminal(t *testing.T) {
 		sub string
 		env engine.Envelope
 	}{
-		{subscribers.RecordIntake, f.envelope("bowl.meal_finished", map[string]any{"pet_tag": "p"})},
-		{subscribers.RecordIntake, f.envelope("bowl.meal_finished", map[string]any{"grams_eaten": -1.0})},
-		{subscribers.RecordIntake, f.envelope("bowl.meal_finished", map[string]any{"grams_eaten": 1.0, "started_at": "yesterday"})},
-		{subscribers.ShopifyMirror, f.envelope("com.payment_completed", map[string]any{"order_id": "o1"})},
-		{subscribers.MarkTagOrdered, f.envelope("com.payment_completed", map[string]any{"order_id": "o1", "payment_id": "p", "customer_id": "c"})},
+		{catalog.SubRecordIntake, f.envelope("bowl.meal_finished", map[string]any{"pet_tag": "p"})},
+		{catalog.SubRecordIntake, f.envelope("bowl.meal_finished", map[string]any{"grams_eaten": -1.0})},
+		{catalog.SubRecordIntake, f.envelope("bowl.meal_finished", map[string]any{"grams_eaten": 1.0, "started_at": "yesterday"})},
+		{catalog.SubShopifyMirror, f.envelope("com.payment_completed", map[string]any{"order_id": "o1"})},
+		{catalog.SubMarkTagOrdered, f.envelope("com.payment_completed", map[string]any{"order_id": "o1", "payment_id": "p", "customer_id": "c"})},
 	} {
 		err := f.run(tc.sub, tc.env)
 		if !errors.Is(err, worker.ErrTerminal) || !errors.Is(err, subscribers.ErrBadPayload) {
@@ -193,12 +193,12 @@ func (f *fixture) payment() engine.Envelope {
 func TestPaymentSubscribersCallEachProviderWithTheirKey(t *testing.T) {
 	f := newFixture(t, nil)
 	env := f.payment()
-	for _, sub := range []string{subscribers.ShopifyMirror, subscribers.BookShipment, subscribers.NotifyBuyer, subscribers.MarkTagOrdered} {
+	for _, sub := range []string{catalog.SubShopifyMirror, catalog.SubBookShipment, catalog.SubNotifyBuyer, catalog.SubMarkTagOrdered} {
 		if err := f.run(sub, env); err != nil {
 			t.Fatalf("%s = %v; want nil", sub, err)
 		}
 	}
-	for fk, sub := range map[string]string{"shopify": subscribers.ShopifyMirror, "shipping": subscribers.BookShipment, "notify": subscribers.NotifyBuyer} {
+	for fk, sub := range map[string]string{"shopify": catalog.SubShopifyMirror, "shipping": catalog.SubBookShipment, "notify": catalog.SubNotifyBuyer} {
 		var got []string
 		for _, x := range f.fakes.All() {
 			if x.Kind() == fk {
@@ -215,7 +215,7 @@ func TestPaymentSubscribersCallEachProviderWithTheirKey(t *testing.T) {
 	if attrS(pet, "tag_status") != "ordered" || attrS(pet, "tag_order_id") != env.Payload["order_id"] || attrS(pet, "entity") != "pet" {
 		t.Errorf("pet row = %v; want tag ordered for order %v", pet, env.Payload["order_id"])
 	}
-	if err := f.run(subscribers.MarkTagOrdered, env); err != nil {
+	if err := f.run(catalog.SubMarkTagOrdered, env); err != nil {
 		t.Errorf("mark_tag_ordered again = %v; want nil (already marked)", err)
 	}
 }
@@ -233,7 +233,7 @@ func TestProviderFailuresMapToWorkerClasses(t *testing.T) {
 		{http.StatusConflict, true},
 	} {
 		f.fakes.Shipping.FailNext(1, tc.status)
-		err := f.run(subscribers.BookShipment, f.payment())
+		err := f.run(catalog.SubBookShipment, f.payment())
 		if err == nil || errors.Is(err, worker.ErrTerminal) != tc.terminal {
 			t.Errorf("book_shipment with provider %d = %v; want terminal=%v", tc.status, err, tc.terminal)
 		}
@@ -251,7 +251,7 @@ func TestOwnerNotificationsFollowTheContactDirectory(t *testing.T) {
 		return b, calls[len(calls)-1].IdempotencyKey
 	}
 	low := f.envelope("bowl.food_low", map[string]any{"level_g": 40.0, "threshold_g": 50.0})
-	if err := f.run(subscribers.NotifyOwner, low); err != nil {
+	if err := f.run(catalog.SubNotifyOwner, low); err != nil {
 		t.Fatal(err)
 	}
 	if b, key := last(); !strings.Contains(b, `"to":"tenant:`+f.tenant+`"`) || !strings.Contains(b, `"channel":"push"`) || key != low.ID+":notify_owner" {
@@ -259,7 +259,7 @@ func TestOwnerNotificationsFollowTheContactDirectory(t *testing.T) {
 	}
 	f.put(map[string]types.AttributeValue{"pk": s(subscribers.ContactPK(f.tenant)), "sk": s(subscribers.ContactSK), "entity": s("contact"), "tenant": s(f.tenant), "channel": s("email"), "address": s("owner@example.org")})
 	empty := f.envelope("bowl.empty", map[string]any{})
-	if err := f.run(subscribers.NotifyOwnerEmpty, empty); err != nil {
+	if err := f.run(catalog.SubNotifyOwnerEmpty, empty); err != nil {
 		t.Fatal(err)
 	}
 	if b, key := last(); !strings.Contains(b, "owner@example.org") || !strings.Contains(b, `"template":"bowl.empty"`) || key != empty.ID+":notify_owner_empty" {
@@ -270,18 +270,18 @@ func TestOwnerNotificationsFollowTheContactDirectory(t *testing.T) {
 	change := engine.Envelope{ID: "rec-1", Type: "row.contact.modify", Tenant: f.tenant, Payload: map[string]any{
 		"new": map[string]any{"pk": subscribers.ContactPK(f.tenant), "sk": subscribers.ContactSK, "tenant": f.tenant, "channel": "sms", "address": "+15550100"},
 	}}
-	if err := f.run(subscribers.ContactChanges, change); err != nil {
+	if err := f.run(catalog.SubContactChanges, change); err != nil {
 		t.Fatal(err)
 	}
 	drop := f.envelope("pet.appetite_dropped", map[string]any{"pet_tag": "p1"})
-	if err := f.run(subscribers.NotifyOwnerAppetite, drop); err != nil {
+	if err := f.run(catalog.SubNotifyOwnerAppetite, drop); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := last(); !strings.Contains(b, "+15550100") || !strings.Contains(b, `"channel":"sms"`) {
 		t.Errorf("after row.contact.modify: body %s; want sms to +15550100", b)
 	}
 	fault := f.envelope("bowl.device_fault", map[string]any{"code": "E42", "detail": "load cell"})
-	if err := f.run(subscribers.NotifySupport, fault); err != nil {
+	if err := f.run(catalog.SubNotifySupport, fault); err != nil {
 		t.Fatal(err)
 	}
 	if b, key := last(); !strings.Contains(b, `"to":"support"`) || !strings.Contains(b, "E42") || key != fault.ID+":notify_support" {

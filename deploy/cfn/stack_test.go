@@ -21,7 +21,7 @@ func prop(t *testing.T, tpl *Template, logical string, path ...string) any {
 }
 
 // TestTablesAsDesigned: keys, streams, TTL, point-in-time recovery and
-// deletion protection of the four tables (DESIGN.md "DynamoDB tables").
+// deletion protection of the four tables (docs/contract.md, "Tables").
 func TestTablesAsDesigned(t *testing.T) {
 	tpl := stackTemplate(t)
 	for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/outbox"
 	"github.com/bowline-iot/bowline/edge/status"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
 )
 
@@ -55,8 +56,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("agent config: inputs: at least one bowl input is required")
 	}
 	for dev, thing := range c.Things {
-		if !forward.ThingName(thing) {
-			return fmt.Errorf("agent config: things[%q] = %q: not a valid thing name", dev, thing)
+		if err := wire.CheckName(fmt.Sprintf("things[%q]", dev), thing); err != nil {
+			return fmt.Errorf("agent config: %w", err)
 		}
 	}
 	if c.LinkRetry < 0 || c.ExpireEvery < 0 || c.CompactEvery < 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bowline-iot/bowline/edge/detect"
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 )
@@ -33,7 +34,7 @@ const (
 	KindBatteryMV   = "battery_mv"
 	KindLid         = "lid_open"
 	KindTagRSSI     = "tag_rssi"
-	TypeDeviceFault = "bowl.device_fault"
+	TypeDeviceFault = wire.TypeDeviceFault
 )
 
 // Sink is the bridge.Sink that makes records durable in the outbox.

@@ -16,6 +16,7 @@ import (
 	"github.com/bowline-iot/bowline/edge/detect"
 	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // ErrInvalid marks a config error (the command exits 2).
@@ -174,11 +175,16 @@ func (f File) Agent() (agent.Config, error) {
 	if f.Tenant == "" {
 		return bad("tenant", "must be set")
 	}
-	if !forward.ThingName(f.Tenant) {
-		return bad("tenant", "%q is not a valid topic segment", f.Tenant)
+	// The cloud's name rule: ingest would refuse every message of a gateway
+	// whose tenant or name breaks it.
+	if err := wire.CheckName("tenant", f.Tenant); err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if f.Gateway == "" {
 		return bad("gateway", "must be set")
+	}
+	if err := wire.CheckName("gateway", f.Gateway); err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if f.Broker == "" {
 		return bad("broker", "must be set")

@@ -71,3 +71,26 @@ func TestErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// A tenant or gateway name ingest would refuse is refused at config load,
+// naming the field, the value and what is wrong: a gateway with tenant
+// _acme used to start and have every message dead-lettered as bad_topic.
+func TestNamesIngestWouldRefuse(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*File)
+		want string
+	}{
+		{func(f *File) { f.Tenant = "_acme" }, `tenant "_acme": must start with a letter or digit`},
+		{func(f *File) { f.Tenant = "acme/eu" }, `tenant "acme/eu": must not contain '/'`},
+		{func(f *File) { f.Gateway = "-gw" }, `gateway "-gw": must start with a letter or digit`},
+		{func(f *File) { f.Things = map[string]string{"dev-1": ".bowl"} }, `things["dev-1"] ".bowl": must start with a letter or digit`},
+	} {
+		f := File{Tenant: "acme", Gateway: "gw-1", Broker: "tcp://127.0.0.1:1883", Inputs: []string{"unix:/x"}}
+		f.Outbox.Path = "/tmp/x.db"
+		c.edit(&f)
+		_, err := f.Agent()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Agent() = %v; want ErrInvalid saying %s", err, c.want)
+		}
+	}
+}

@@ -3,14 +3,17 @@ package detect
 import (
 	"fmt"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// Event types, as in the DESIGN.md catalog.
+// Event types, as in docs/contract.md ("Event catalog"); the MQTT contract
+// (edge/wire) defines them.
 const (
-	TypeMealFinished = "bowl.meal_finished"
-	TypeRefilled     = "bowl.refilled"
-	TypeFoodLow      = "bowl.food_low"
-	TypeEmpty        = "bowl.empty"
+	TypeMealFinished = wire.TypeMealFinished
+	TypeRefilled     = wire.TypeRefilled
+	TypeFoodLow      = wire.TypeFoodLow
+	TypeEmpty        = wire.TypeEmpty
 )
 
 // Ref names one sample: the MCU frame's sequence number and the sample's

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/internal/brokertest"
 	"github.com/bowline-iot/bowline/edge/outbox"
 )
 
@@ -31,8 +30,8 @@ func BenchmarkForwardToLoopbackBroker(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	br := brokertest.Start(b, brokertest.Options{})
-	f, err := New(Config{Broker: br.Addr, Tenant: "t1", ClientID: "gw-bench", Rate: 1e9, Logger: testLogger(b)}, o)
+	br := startBroker(b, nil)
+	f, err := New(Config{Broker: br.URL, Tenant: "t1", ClientID: "gw-bench", Rate: 1e9, Logger: testLogger(b)}, o)
 	if err != nil {
 		b.Fatal(err)
 	}

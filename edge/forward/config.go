@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // Config configures a Forwarder. Zero fields take the documented defaults.
@@ -14,12 +15,13 @@ type Config struct {
 	// Broker is the broker URL: tcp://host:port, ssl://host:8883 (TLS) or
 	// mqtts://host:8883. Required.
 	Broker string
-	// Tenant is the topic's tenant segment. Required.
+	// Tenant is the topics' tenant segment, a wire.ValidName. Required.
 	Tenant string
-	// Thing names the gateway itself: the last will goes to its status
-	// topic. Default: ClientID.
+	// Thing names the gateway itself, a wire.ValidName: the last will goes
+	// to its status topic. Default: ClientID.
 	Thing string
-	// ClientID is the MQTT client id (AWS IoT: the thing name). Required.
+	// ClientID is the MQTT client id (AWS IoT: the thing name), a
+	// wire.ValidName. Required.
 	ClientID string
 	// TLS is used for ssl:// brokers; set Certificates for mutual TLS.
 	TLS *tls.Config
@@ -31,7 +33,8 @@ type Config struct {
 	InFlight int
 	// Rate bounds publishes per second. Default 100.
 	Rate float64
-	// MaxPayload bounds one message in bytes. Default 131072 (128 KB).
+	// MaxPayload bounds one message in bytes. Default wire.MaxPayload
+	// (131072, 128 KB).
 	MaxPayload int
 	// MaxBatchSamples bounds the samples in one telemetry message.
 	// Default 1000.
@@ -43,8 +46,6 @@ type Config struct {
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }
-
-var segment = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 
 func (c *Config) setDefaults() {
 	if c.Thing == "" {
@@ -63,7 +64,7 @@ func (c *Config) setDefaults() {
 		c.Rate = 100
 	}
 	if c.MaxPayload == 0 {
-		c.MaxPayload = 128 << 10
+		c.MaxPayload = wire.MaxPayload
 	}
 	if c.MaxBatchSamples == 0 {
 		c.MaxBatchSamples = 1000
@@ -79,7 +80,9 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Validate reports the first field that is missing or out of range.
+// Validate reports the first field that is missing or out of range. Names
+// are held to wire.ValidName, the cloud's rule: a gateway whose tenant ingest
+// would refuse does not start.
 func (c Config) Validate() error {
 	u, err := url.Parse(c.Broker)
 	switch {
@@ -89,12 +92,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("forward config: broker %q: want tcp://host:port or ssl://host:port", c.Broker)
 	case u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "tls" && u.Scheme != "mqtts":
 		return fmt.Errorf("forward config: broker %q: scheme %q: want tcp, ssl, tls or mqtts", c.Broker, u.Scheme)
-	case !segment.MatchString(c.Tenant):
-		return fmt.Errorf("forward config: tenant %q: want 1-128 of A-Z a-z 0-9 _ . : -", c.Tenant)
-	case !segment.MatchString(c.ClientID):
-		return fmt.Errorf("forward config: client_id %q: want 1-128 of A-Z a-z 0-9 _ . : -", c.ClientID)
-	case c.Thing != "" && !segment.MatchString(c.Thing):
-		return fmt.Errorf("forward config: thing %q: want 1-128 of A-Z a-z 0-9 _ . : -", c.Thing)
+	}
+	if err := c.validateNames(); err != nil {
+		return fmt.Errorf("forward config: %w", err)
+	}
+	switch {
 	case c.InFlight < 0 || c.InFlight > 65535:
 		return fmt.Errorf("forward config: in_flight %d: want 1-65535", c.InFlight)
 	case c.Rate < 0:
@@ -109,5 +111,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ThingName reports whether s can be a topic segment (tenant or thing).
-func ThingName(s string) bool { return segment.MatchString(s) }
+func (c Config) validateNames() error {
+	if err := wire.CheckName("tenant", c.Tenant); err != nil {
+		return err
+	}
+	if err := wire.CheckName("client_id", c.ClientID); err != nil {
+		return err
+	}
+	if c.Thing != "" {
+		return wire.CheckName("thing", c.Thing)
+	}
+	return nil
+}

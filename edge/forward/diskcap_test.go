@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/internal/brokertest"
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // TestDiskCapDropsAreReportedExactly fills a tiny outbox while the broker
@@ -24,8 +25,8 @@ func TestDiskCapDropsAreReportedExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { o.Close() })
-	b := brokertest.Start(t, brokertest.Options{})
-	b.Down()
+	b := startBroker(t, nil)
+	b.down()
 	things := []string{"bowl-1", "bowl-2"}
 	const perThing, chunk = 3000, 50
 	events := 0
@@ -45,13 +46,13 @@ func TestDiskCapDropsAreReportedExactly(t *testing.T) {
 	if st.Telemetry.Dropped == 0 {
 		t.Fatalf("no telemetry dropped under a 64 KiB cap; want drops")
 	}
-	runForwarder(t, Config{Broker: b.Addr, Rate: 1000, BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, o)
-	b.Up()
-	b.WaitFor(t, 60*time.Second, "the outbox to drain", func([]brokertest.Message) bool {
+	runForwarder(t, Config{Broker: b.URL, Rate: 1000, BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, o)
+	b.up()
+	testkit.WaitFor(t, "the outbox to drain", 60*time.Second, func() bool {
 		s, _ := o.Stats()
 		return s.Events.Records+s.Telemetry.Records == 0
 	})
-	msgs := b.Messages()
+	msgs := b.rec.Messages()
 	got := map[string]map[uint64]int{}
 	gotEvents := 0
 	for _, th := range things {
@@ -60,13 +61,13 @@ func TestDiskCapDropsAreReportedExactly(t *testing.T) {
 	for _, m := range msgs {
 		switch {
 		case strings.HasSuffix(m.Topic, "/telemetry"):
-			var tm TelemetryMessage
+			var tm wire.TelemetryMessage
 			_ = json.Unmarshal(m.Payload, &tm)
 			for i := range tm.Samples {
 				got[tm.Thing][tm.Seq+uint64(i)]++
 			}
 		case strings.HasSuffix(m.Topic, "/events"):
-			var em EventMessage
+			var em wire.EventMessage
 			_ = json.Unmarshal(m.Payload, &em)
 			if em.Type != outbox.DroppedType {
 				gotEvents++

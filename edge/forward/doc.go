@@ -1,5 +1,6 @@
 // Package forward publishes the outbox to the cloud over MQTT with
-// eclipse/paho.mqtt.golang, in the topics and payloads of DESIGN.md:
+// eclipse/paho.mqtt.golang, in the topics and payloads of edge/wire
+// (docs/contract.md, "MQTT topics and payloads"):
 // events to dt/bowline/<tenant>/<thing>/events, telemetry batches to
 // dt/bowline/<tenant>/<thing>/telemetry, QoS 1.
 //

@@ -2,7 +2,6 @@ package forward
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/internal/backoff"
 )
 
 // Source is the outbox as the forwarder sees it. Implementations are safe
@@ -100,9 +101,12 @@ func (f *Forwarder) update(fn func(s *Status)) {
 // exponential backoff. It returns ctx's error, or an error from the source
 // (the outbox failing is not something a reconnect fixes).
 func (f *Forwarder) Run(ctx context.Context) error {
-	bo := backoff{min: f.cfg.BackoffMin, max: f.cfg.BackoffMax}
+	// Equal jitter: a fleet of gateways that lost the same broker does not
+	// reconnect in lockstep, and none retries at once.
+	reconnect := backoff.Policy{Base: f.cfg.BackoffMin, Max: f.cfg.BackoffMax, Jitter: 0.5}
+	attempt := 0
 	for {
-		connected, err := f.session(ctx, &bo)
+		connected, err := f.session(ctx)
 		var srcErr *sourceError
 		if errors.As(err, &srcErr) {
 			return err
@@ -115,14 +119,13 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			f.cfg.Logger.Warn("mqtt session ended", "broker", f.cfg.Broker, "err", err)
 		}
 		if connected {
-			bo.reset()
+			attempt = 0
 		}
-		d := bo.next()
+		d := reconnect.Delay(attempt)
+		attempt++
 		f.cfg.Logger.Info("mqtt reconnecting", "broker", f.cfg.Broker, "in", d)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
+		if err := backoff.Sleep(ctx, d); err != nil {
+			return err
 		}
 	}
 }
@@ -134,7 +137,7 @@ func (e *sourceError) Error() string { return e.err.Error() }
 func (e *sourceError) Unwrap() error { return e.err }
 
 func (f *Forwarder) clientOptions(lost func(error)) *paho.ClientOptions {
-	will, _ := json.Marshal(StatusMessage{V: 1, Thing: f.cfg.Thing, State: "offline"})
+	will := encodeStatus(f.cfg.Thing, wire.StateOffline)
 	o := paho.NewClientOptions().
 		AddBroker(f.cfg.Broker).
 		SetClientID(f.cfg.ClientID).
@@ -146,7 +149,7 @@ func (f *Forwarder) clientOptions(lost func(error)) *paho.ClientOptions {
 		SetConnectTimeout(f.cfg.ConnectTimeout).
 		SetWriteTimeout(f.cfg.ConnectTimeout).
 		SetOrderMatters(false).
-		SetWill(Topic(f.cfg.Tenant, f.cfg.Thing, "status"), string(will), 1, true).
+		SetWill(f.cfg.topic(f.cfg.Thing, wire.KindStatus), string(will), 1, true).
 		SetConnectionLostHandler(func(_ paho.Client, err error) { lost(err) })
 	if f.cfg.TLS != nil {
 		o.SetTLSConfig(f.cfg.TLS)
@@ -156,7 +159,7 @@ func (f *Forwarder) clientOptions(lost func(error)) *paho.ClientOptions {
 
 // session runs one connection. connected reports whether it got as far as
 // a CONNACK.
-func (f *Forwarder) session(ctx context.Context, bo *backoff) (connected bool, err error) {
+func (f *Forwarder) session(ctx context.Context) (connected bool, err error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	client := paho.NewClient(f.clientOptions(func(err error) {
@@ -183,8 +186,7 @@ func (f *Forwarder) session(ctx context.Context, bo *backoff) (connected bool, e
 		}
 	}()
 	f.cfg.Logger.Info("mqtt connected", "broker", f.cfg.Broker, "client_id", f.cfg.ClientID)
-	online, _ := json.Marshal(StatusMessage{V: 1, Thing: f.cfg.Thing, State: "online"})
-	client.Publish(Topic(f.cfg.Tenant, f.cfg.Thing, "status"), 1, true, online)
+	client.Publish(f.cfg.topic(f.cfg.Thing, wire.KindStatus), 1, true, encodeStatus(f.cfg.Thing, wire.StateOnline))
 
 	p := &pump{f: f, client: client, ctx: ctx, sctx: sctx, cancel: cancel,
 		sem: make(chan struct{}, f.cfg.InFlight), cursor: map[cursorKey]uint64{}}
@@ -254,7 +256,7 @@ func (p *pump) round() (int, error) {
 				p.f.cfg.Logger.Error("event larger than max payload; kept in the outbox, not sent", "thing", thing, "seq", r.Seq, "bytes", len(payload), "err", ErrTooLarge)
 				continue
 			}
-			if err := p.publish(outbox.Events, thing, r.Seq, r.Seq, 1, Topic(p.f.cfg.Tenant, thing, "events"), payload); err != nil {
+			if err := p.publish(outbox.Events, thing, r.Seq, r.Seq, 1, p.f.cfg.topic(thing, wire.KindEvents), payload); err != nil {
 				return n, err
 			}
 			n++
@@ -282,7 +284,7 @@ func (p *pump) round() (int, error) {
 			return n, &sourceError{err}
 		}
 		p.cursor[k] = bt.Last + 1
-		if err := p.publish(outbox.Telemetry, thing, bt.First, bt.Last, len(bt.Samples), Topic(p.f.cfg.Tenant, thing, "telemetry"), payload); err != nil {
+		if err := p.publish(outbox.Telemetry, thing, bt.First, bt.Last, len(bt.Samples), p.f.cfg.topic(thing, wire.KindTelemetry), payload); err != nil {
 			return n, err
 		}
 		n++

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,18 +12,68 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/internal/brokertest"
+	mqtt "github.com/mochi-mqtt/server/v2"
+
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/internal/mqttbroker"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
-type tlogWriter struct{ t testing.TB }
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.LevelInfo) }
 
-func (w tlogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
+// testBroker is the embedded broker with a Recorder, able to go down and
+// come back on the same address, as a gateway sees an outage.
+type testBroker struct {
+	t   testing.TB
+	cfg mqttbroker.Config
+	rec *mqttbroker.Recorder
+	srv *mqttbroker.Broker // nil while down
+	// URL is what the forwarder dials: tcp://127.0.0.1:port (ssl:// with TLS).
+	URL string
 }
 
-func testLogger(t testing.TB) *slog.Logger { return slog.New(slog.NewTextHandler(tlogWriter{t}, nil)) }
+// startBroker starts a broker (TLS when tlsCfg is set) and stops it at the
+// end of the test.
+func startBroker(t testing.TB, tlsCfg *tls.Config) *testBroker {
+	t.Helper()
+	b := &testBroker{t: t, rec: new(mqttbroker.Recorder)}
+	b.cfg = mqttbroker.Config{TLS: tlsCfg, Hooks: []mqtt.Hook{b.rec}}
+	b.up()
+	b.cfg.Addr, b.URL = b.srv.Addr(), b.srv.URL()
+	t.Cleanup(b.down)
+	return b
+}
+
+// up starts the broker again on its address.
+func (b *testBroker) up() {
+	b.t.Helper()
+	if b.srv != nil {
+		return
+	}
+	srv, err := mqttbroker.Start(b.cfg)
+	if err != nil {
+		b.t.Fatalf("start broker: %v", err)
+	}
+	b.srv = srv
+}
+
+// down stops the broker; clients see the connection drop.
+func (b *testBroker) down() {
+	if b.srv != nil {
+		_ = b.srv.Close()
+		b.srv = nil
+	}
+}
+
+// waitFor waits until cond holds for the messages accepted so far, and
+// returns them; timeout is a hang guard only.
+func (b *testBroker) waitFor(t testing.TB, timeout time.Duration, what string, cond func([]mqttbroker.Message) bool) []mqttbroker.Message {
+	t.Helper()
+	var msgs []mqttbroker.Message
+	testkit.WaitFor(t, what, timeout, func() bool { msgs = b.rec.Messages(); return cond(msgs) })
+	return msgs
+}
 
 func openOutbox(t testing.TB) *outbox.Outbox {
 	t.Helper()
@@ -63,7 +114,7 @@ func runForwarder(t *testing.T, cfg Config, src Source) (*Forwarder, context.Can
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
 	t.Cleanup(func() {
@@ -75,8 +126,8 @@ func runForwarder(t *testing.T, cfg Config, src Source) (*Forwarder, context.Can
 	return f, cancel
 }
 
-func dataMessages(msgs []brokertest.Message) []brokertest.Message {
-	var out []brokertest.Message
+func dataMessages(msgs []mqttbroker.Message) []mqttbroker.Message {
+	var out []mqttbroker.Message
 	for _, m := range msgs {
 		if !strings.HasSuffix(m.Topic, "/status") {
 			out = append(out, m)
@@ -85,11 +136,11 @@ func dataMessages(msgs []brokertest.Message) []brokertest.Message {
 	return out
 }
 
-func countSamples(t testing.TB, msgs []brokertest.Message) int {
+func countSamples(t testing.TB, msgs []mqttbroker.Message) int {
 	n := 0
 	for _, m := range msgs {
 		if strings.HasSuffix(m.Topic, "/telemetry") {
-			var tm TelemetryMessage
+			var tm wire.TelemetryMessage
 			if err := json.Unmarshal(m.Payload, &tm); err != nil {
 				t.Fatalf("telemetry payload %s: %v", m.Payload, err)
 			}
@@ -109,9 +160,9 @@ func TestPayloadsAreExactlyAsDesigned(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	b := brokertest.Start(t, brokertest.Options{})
-	runForwarder(t, Config{Broker: b.Addr}, o)
-	msgs := dataMessages(b.WaitFor(t, 30*time.Second, "2 messages", func(m []brokertest.Message) bool { return len(dataMessages(m)) >= 2 }))
+	b := startBroker(t, nil)
+	runForwarder(t, Config{Broker: b.URL}, o)
+	msgs := dataMessages(b.waitFor(t, 30*time.Second, "2 messages", func(m []mqttbroker.Message) bool { return len(dataMessages(m)) >= 2 }))
 	want := []struct{ topic, payload string }{
 		{"dt/bowline/t1/bowl-1/events", `{"v":1,"thing":"bowl-1","seq":1,"id":"meal-17","type":"bowl.meal_finished","at":"2026-11-01T08:00:00Z","data":{"grams_eaten":42.5}}`},
 		{"dt/bowline/t1/bowl-1/telemetry", `{"v":1,"thing":"bowl-1","seq":1,"samples":[{"t":"2026-11-01T08:00:00.123456789Z","kind":"weight_g","value":412.5},{"t":"2026-11-01T08:00:01Z","kind":"weight_g","value":410}]}`},
@@ -122,7 +173,7 @@ func TestPayloadsAreExactlyAsDesigned(t *testing.T) {
 		}
 	}
 	st, _ := o.Stats()
-	b.WaitFor(t, 30*time.Second, "acks", func([]brokertest.Message) bool { st, _ = o.Stats(); return st.Events.Records+st.Telemetry.Records == 0 })
+	testkit.WaitFor(t, "acks", 30*time.Second, func() bool { st, _ = o.Stats(); return st.Events.Records+st.Telemetry.Records == 0 })
 }
 
 // TestOutageBacklogDrainsInOrder keeps the broker down while an hour of
@@ -132,10 +183,10 @@ func TestPayloadsAreExactlyAsDesigned(t *testing.T) {
 func TestOutageBacklogDrainsInOrder(t *testing.T) {
 	ctx := context.Background()
 	o := openOutbox(t)
-	b := brokertest.Start(t, brokertest.Options{})
-	b.Down()
+	b := startBroker(t, nil)
+	b.down()
 	const rateLimit = 50.0
-	f, _ := runForwarder(t, Config{Broker: b.Addr, Rate: rateLimit, MaxBatchSamples: 100, BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o)
+	f, _ := runForwarder(t, Config{Broker: b.URL, Rate: rateLimit, MaxBatchSamples: 100, BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o)
 	things := []string{"bowl-1", "bowl-2"}
 	for _, th := range things {
 		if err := o.Append(ctx, telemetry(th, 3600, time.Second), nil); err != nil {
@@ -151,8 +202,8 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 		t.Fatalf("connected while the broker is down")
 	}
 	up := time.Now()
-	b.Up()
-	msgs := dataMessages(b.WaitFor(t, 60*time.Second, "the backlog", func(m []brokertest.Message) bool { return countSamples(t, dataMessages(m)) >= 7200 }))
+	b.up()
+	msgs := dataMessages(b.waitFor(t, 60*time.Second, "the backlog", func(m []mqttbroker.Message) bool { return countSamples(t, dataMessages(m)) >= 7200 }))
 	elapsed := time.Since(up)
 	seenTelemetry := false
 	last := map[string]uint64{}
@@ -166,7 +217,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 			events++
 		case strings.HasSuffix(m.Topic, "/telemetry"):
 			seenTelemetry = true
-			var tm TelemetryMessage
+			var tm wire.TelemetryMessage
 			_ = json.Unmarshal(m.Payload, &tm)
 			if tm.Seq <= last[tm.Thing] {
 				t.Fatalf("telemetry %s seq %d after %d; want increasing", tm.Thing, tm.Seq, last[tm.Thing])
@@ -194,9 +245,9 @@ func TestTelemetryBatchesRespectMaxPayload(t *testing.T) {
 	if err := o.Append(ctx, telemetry("bowl-1", 500, 20*time.Millisecond), nil); err != nil {
 		t.Fatal(err)
 	}
-	b := brokertest.Start(t, brokertest.Options{})
-	runForwarder(t, Config{Broker: b.Addr, MaxPayload: 2048, Rate: 1000}, o)
-	msgs := dataMessages(b.WaitFor(t, 30*time.Second, "500 samples", func(m []brokertest.Message) bool { return countSamples(t, dataMessages(m)) >= 500 }))
+	b := startBroker(t, nil)
+	runForwarder(t, Config{Broker: b.URL, MaxPayload: 2048, Rate: 1000}, o)
+	msgs := dataMessages(b.waitFor(t, 30*time.Second, "500 samples", func(m []mqttbroker.Message) bool { return countSamples(t, dataMessages(m)) >= 500 }))
 	for _, m := range msgs {
 		if len(m.Payload) > 2048 {
 			t.Fatalf("payload of %d bytes; want at most 2048", len(m.Payload))

@@ -4,54 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// Topic returns dt/bowline/<tenant>/<thing>/<kind>.
-func Topic(tenant, thing, kind string) string {
-	return "dt/bowline/" + tenant + "/" + thing + "/" + kind
-}
-
-// TelemetryMessage is the telemetry payload of DESIGN.md.
-type TelemetryMessage struct {
-	V       int      `json:"v"`
-	Thing   string   `json:"thing"`
-	Seq     uint64   `json:"seq"`
-	Samples []Sample `json:"samples"`
-}
-
-// Sample is one reading in a TelemetryMessage.
-type Sample struct {
-	T     time.Time `json:"t"`
-	Kind  string    `json:"kind"`
-	Value float64   `json:"value"`
-}
-
-// EventMessage is the event payload of DESIGN.md.
-type EventMessage struct {
-	V     int             `json:"v"`
-	Thing string          `json:"thing"`
-	Seq   uint64          `json:"seq"`
-	ID    string          `json:"id"`
-	Type  string          `json:"type"`
-	At    time.Time       `json:"at"`
-	Data  json.RawMessage `json:"data"`
-}
-
-// StatusMessage is the payload on the status topic (retained; the last
-// will carries state "offline").
-type StatusMessage struct {
-	V     int    `json:"v"`
-	Thing string `json:"thing"`
-	State string `json:"state"`
+// topic is the topic of thing's kind messages under the configured tenant.
+func (c Config) topic(thing, kind string) string {
+	return wire.Topic{Tenant: c.Tenant, Thing: thing, Kind: kind}.String()
 }
 
 func encodeTelemetry(b outbox.Batch) ([]byte, error) {
-	m := TelemetryMessage{V: 1, Thing: b.Thing, Seq: b.First, Samples: make([]Sample, len(b.Samples))}
+	m := wire.TelemetryMessage{V: wire.Version, Thing: b.Thing, Seq: b.First, Samples: make([]wire.Sample, len(b.Samples))}
 	for i, r := range b.Samples {
-		m.Samples[i] = Sample{T: r.At.UTC(), Kind: r.Type, Value: r.Value}
+		m.Samples[i] = wire.Sample{T: r.At.UTC(), Kind: r.Type, Value: r.Value}
 	}
 	p, err := json.Marshal(m)
 	if err != nil {
@@ -65,11 +31,16 @@ func encodeEvent(r outbox.Record) ([]byte, error) {
 	if len(data) == 0 {
 		data = json.RawMessage(`{}`)
 	}
-	p, err := json.Marshal(EventMessage{V: 1, Thing: r.Thing, Seq: r.Seq, ID: r.ID, Type: r.Type, At: r.At.UTC(), Data: data})
+	p, err := json.Marshal(wire.EventMessage{V: wire.Version, Thing: r.Thing, Seq: r.Seq, ID: r.ID, Type: r.Type, At: r.At.UTC(), Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s seq %d: %w", r.Thing, r.Seq, err)
 	}
 	return p, nil
+}
+
+func encodeStatus(thing, state string) []byte {
+	p, _ := json.Marshal(wire.StatusMessage{V: wire.Version, Thing: thing, State: state}) // strings only: cannot fail
+	return p
 }
 
 // sampleCost is an upper bound of a sample's bytes in a telemetry message:

@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/internal/brokertest"
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/internal/mqttbroker"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 type ca struct {
@@ -71,20 +71,20 @@ func (c *ca) issue(t *testing.T, name string, server bool) tls.Certificate {
 // trust the broker's CA are refused, each with an error saying why.
 func TestMutualTLS(t *testing.T) {
 	good, rogue := newCA(t, "bowline test ca"), newCA(t, "rogue ca")
-	b := brokertest.Start(t, brokertest.Options{TLS: &tls.Config{
+	b := startBroker(t, &tls.Config{
 		Certificates: []tls.Certificate{good.issue(t, "broker", true)},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    good.pool,
 		MinVersion:   tls.VersionTLS12,
-	}})
+	})
 
 	t.Run("valid client certificate", func(t *testing.T) {
 		o := openOutbox(t)
-		if err := o.Append(context.Background(), []outbox.Entry{event("bowl-1", "e1")}, nil); err != nil {
+		if err := o.Append(t.Context(), []outbox.Entry{event("bowl-1", "e1")}, nil); err != nil {
 			t.Fatal(err)
 		}
-		runForwarder(t, Config{Broker: b.Addr, ClientID: "gw-good", TLS: &tls.Config{RootCAs: good.pool, Certificates: []tls.Certificate{good.issue(t, "gw-good", false)}}}, o)
-		b.WaitFor(t, 30*time.Second, "the event over mTLS", func(m []brokertest.Message) bool {
+		runForwarder(t, Config{Broker: b.URL, ClientID: "gw-good", TLS: &tls.Config{RootCAs: good.pool, Certificates: []tls.Certificate{good.issue(t, "gw-good", false)}}}, o)
+		b.waitFor(t, 30*time.Second, "the event over mTLS", func(m []mqttbroker.Message) bool {
 			for _, x := range m {
 				if x.ClientID == "gw-good" && strings.HasSuffix(x.Topic, "/events") {
 					return true
@@ -106,23 +106,17 @@ func TestMutualTLS(t *testing.T) {
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
 			o := openOutbox(t)
-			if err := o.Append(context.Background(), []outbox.Entry{event("bowl-1", "e1")}, nil); err != nil {
+			if err := o.Append(t.Context(), []outbox.Entry{event("bowl-1", "e1")}, nil); err != nil {
 				t.Fatal(err)
 			}
-			f, _ := runForwarder(t, Config{Broker: b.Addr, ClientID: "gw-refused", BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond, TLS: tt.tls}, o)
-			deadline := time.Now().Add(30 * time.Second)
-			for f.Status().LastError == "" {
-				if time.Now().After(deadline) {
-					t.Fatal("no connection error reported within 30s")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			f, _ := runForwarder(t, Config{Broker: b.URL, ClientID: "gw-refused", BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond, TLS: tt.tls}, o)
+			testkit.WaitFor(t, "a connection error", 30*time.Second, func() bool { return f.Status().LastError != "" })
 			st := f.Status()
 			if st.Connected || st.Connects != 0 || !strings.Contains(st.LastError, tt.want) || !strings.Contains(st.LastError, "connect") {
 				t.Fatalf("status = %+v; want never connected and an error about %q", st, tt.want)
 			}
 			t.Logf("refused with: %s", st.LastError)
-			for _, id := range b.Connects() {
+			for _, id := range b.rec.Connects() {
 				if id == "gw-refused" {
 					t.Fatalf("broker accepted a session from gw-refused")
 				}

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // DroppedType is the event type that reports dropped telemetry.
-const DroppedType = "bowl.telemetry_dropped"
+const DroppedType = wire.TypeTelemetryDropped
 
 // Drop reasons carried in the telemetry_dropped event.
 const (

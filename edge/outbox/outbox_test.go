@@ -12,15 +12,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
-type tlogWriter struct{ t testing.TB }
-
-func (w tlogWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlogWriter{t}, nil))
-}
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.LevelInfo) }
 
 func openTest(t *testing.T, cfg Config) *Outbox {
 	t.Helper()

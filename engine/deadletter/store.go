@@ -4,23 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
-// PoisonPK is the global partition of poison pills.
-const PoisonPK = "POISON"
-
-const (
-	tenantPrefix = "TENANT#"
-	letterPrefix = "DL#"
-	timeLayout   = time.RFC3339Nano
-)
+const timeLayout = time.RFC3339Nano
 
 // Letter is one dead letter.
 type Letter struct {
@@ -88,9 +82,7 @@ func (s *Store) Record(ctx context.Context, l Letter) error {
 		l.At = s.now()
 	}
 	l.Poison, l.RedrivenAt = false, time.Time{}
-	item := encode(l)
-	item["pk"] = sv(tenantPrefix + l.Tenant)
-	item["sk"] = sv(letterPrefix + l.EventID + "#" + l.Subscription)
+	item := encode(letterKey(l.Tenant, l.EventID, l.Subscription), l)
 	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
 		return fmt.Errorf("record dead letter of event %s for %s: %w", l.EventID, l.Subscription, err)
 	}
@@ -103,9 +95,7 @@ func (s *Store) RecordPoison(ctx context.Context, l Letter) error {
 		l.At = s.now()
 	}
 	l.Poison = true
-	item := encode(l)
-	item["pk"] = sv(PoisonPK)
-	item["sk"] = sv(l.At.UTC().Format(timeLayout) + "#" + l.MessageID)
+	item := encode(poisonKey(l.At, l.MessageID), l)
 	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
 		return fmt.Errorf("record poison pill of message %s: %w", l.MessageID, err)
 	}
@@ -114,12 +104,12 @@ func (s *Store) RecordPoison(ctx context.Context, l Letter) error {
 
 // ForEvent returns the letters of one event of tenant.
 func (s *Store) ForEvent(ctx context.Context, tenant, eventID string) ([]Letter, error) {
-	return s.query(ctx, tenantPrefix+tenant, letterPrefix+eventID+"#")
+	return s.query(ctx, tenantPK(tenant), eventLetters(eventID))
 }
 
 // Tenant returns every letter of tenant.
 func (s *Store) Tenant(ctx context.Context, tenant string) ([]Letter, error) {
-	return s.query(ctx, tenantPrefix+tenant, letterPrefix)
+	return s.query(ctx, tenantPK(tenant), letterSKPrefix)
 }
 
 // Poison returns every poison pill.
@@ -137,7 +127,7 @@ func (s *Store) All(ctx context.Context) ([]Letter, error) {
 			return nil, fmt.Errorf("scan dead letters in %s: %w", s.table, err)
 		}
 		for _, it := range page.Items {
-			if getS(it, "pk") != UnmatchedPK {
+			if attr.GetS(it, attr.PK) != UnmatchedPK {
 				out = append(out, decode(it))
 			}
 		}
@@ -152,12 +142,12 @@ func (s *Store) query(ctx context.Context, pk, skPrefix string) ([]Letter, error
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(pk)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(pk)},
 		ConsistentRead:            aws.Bool(true),
 	}
 	if skPrefix != "" {
 		in.KeyConditionExpression = aws.String("pk = :pk AND begins_with(sk, :sk)")
-		in.ExpressionAttributeValues[":sk"] = sv(skPrefix)
+		in.ExpressionAttributeValues[":sk"] = attr.S(skPrefix)
 	}
 	var out []Letter
 	for {
@@ -179,13 +169,11 @@ func (s *Store) query(ctx context.Context, pk, skPrefix string) ([]Letter, error
 // for replay.
 func (s *Store) MarkRedriven(ctx context.Context, tenant, eventID, subscription string) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table),
-		Key: map[string]types.AttributeValue{
-			"pk": sv(tenantPrefix + tenant), "sk": sv(letterPrefix + eventID + "#" + subscription),
-		},
+		TableName:                 aws.String(s.table),
+		Key:                       letterKey(tenant, eventID, subscription),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		UpdateExpression:          aws.String("SET redriven_at = :now"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now": sv(s.now().UTC().Format(timeLayout))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": attr.S(s.now().UTC().Format(timeLayout))},
 	})
 	if err != nil {
 		return fmt.Errorf("mark dead letter of event %s for %s redriven: %w", eventID, subscription, err)
@@ -193,14 +181,13 @@ func (s *Store) MarkRedriven(ctx context.Context, tenant, eventID, subscription 
 	return nil
 }
 
-func encode(l Letter) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		"error": sv(l.Error),
-		"at":    sv(l.At.UTC().Format(timeLayout)),
-	}
+// encode adds l's attributes to item, the letter's key, and returns it.
+func encode(item map[string]types.AttributeValue, l Letter) map[string]types.AttributeValue {
+	item["error"] = attr.S(l.Error)
+	item["at"] = attr.S(l.At.UTC().Format(timeLayout))
 	put := func(k, v string) {
 		if v != "" {
-			item[k] = sv(v)
+			item[k] = attr.S(v)
 		}
 	}
 	put("tenant", l.Tenant)
@@ -211,55 +198,35 @@ func encode(l Letter) map[string]types.AttributeValue {
 	put("group_id", l.GroupID)
 	put("body", l.Body)
 	if l.Attempts > 0 {
-		item["attempts"] = nv(l.Attempts)
+		item["attempts"] = attr.N(int64(l.Attempts))
 	}
 	if l.ReceiveCount > 0 {
-		item["receive_count"] = nv(l.ReceiveCount)
+		item["receive_count"] = attr.N(int64(l.ReceiveCount))
 	}
 	if l.Poison {
-		item["poison"] = &types.AttributeValueMemberBOOL{Value: true}
+		item["poison"] = attr.Bool(true)
 	}
 	return item
 }
 
 func decode(item map[string]types.AttributeValue) Letter {
 	l := Letter{
-		Tenant:       getS(item, "tenant"),
-		EventID:      getS(item, "event_id"),
-		EventType:    getS(item, "type"),
-		Subscription: getS(item, "subscription"),
-		Error:        getS(item, "error"),
-		MessageID:    getS(item, "message_id"),
-		GroupID:      getS(item, "group_id"),
-		Body:         getS(item, "body"),
-		Attempts:     getN(item, "attempts"),
-		ReceiveCount: getN(item, "receive_count"),
-		Poison:       getS(item, "pk") == PoisonPK,
+		Tenant:       attr.GetS(item, "tenant"),
+		EventID:      attr.GetS(item, "event_id"),
+		EventType:    attr.GetS(item, "type"),
+		Subscription: attr.GetS(item, "subscription"),
+		Error:        attr.GetS(item, "error"),
+		MessageID:    attr.GetS(item, "message_id"),
+		GroupID:      attr.GetS(item, "group_id"),
+		Body:         attr.GetS(item, "body"),
+		Attempts:     int(attr.GetN(item, "attempts")),
+		ReceiveCount: int(attr.GetN(item, "receive_count")),
+		Poison:       attr.GetS(item, attr.PK) == PoisonPK,
 	}
-	l.At, _ = time.Parse(timeLayout, getS(item, "at"))
-	l.RedrivenAt, _ = time.Parse(timeLayout, getS(item, "redriven_at"))
-	if t, ok := strings.CutPrefix(getS(item, "pk"), tenantPrefix); ok && l.Tenant == "" {
+	l.At, _ = time.Parse(timeLayout, attr.GetS(item, "at"))
+	l.RedrivenAt, _ = time.Parse(timeLayout, attr.GetS(item, "redriven_at"))
+	if t, ok := strings.CutPrefix(attr.GetS(item, attr.PK), tenantPKPrefix); ok && l.Tenant == "" {
 		l.Tenant = t
 	}
 	return l
-}
-
-func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-func nv(n int) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
-}
-
-func getS(item map[string]types.AttributeValue, k string) string {
-	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func getN(item map[string]types.AttributeValue, k string) int {
-	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
-		n, _ := strconv.Atoi(v.Value)
-		return n
-	}
-	return 0
 }

@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB) }
 
 func TestRecordOverwritesAndReads(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestRecordOverwritesAndReads(t *testing.T) {
 }
 
 func TestPoisonUnderGlobalPartition(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
 	if err != nil {
@@ -84,7 +84,7 @@ func TestPoisonUnderGlobalPartition(t *testing.T) {
 }
 
 func TestUnmatchedCounters(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
 	if err != nil {

@@ -7,22 +7,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-)
 
-// UnmatchedPK is the partition of the per-type counters of events that
-// reached the durable consumer and matched no subscription: delivered to
-// nobody, which otherwise looks like success.
-const UnmatchedPK = "UNMATCHED"
+	"github.com/bowline-iot/bowline/engine/attr"
+)
 
 // CountUnmatched adds one to eventType's unmatched counter.
 func (s *Store) CountUnmatched(ctx context.Context, eventType string) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
-		Key:                      map[string]types.AttributeValue{"pk": sv(UnmatchedPK), "sk": sv(eventType)},
+		Key:                      attr.Key(UnmatchedPK, eventType),
 		UpdateExpression:         aws.String("ADD #n :one SET #at = :now"),
 		ExpressionAttributeNames: map[string]string{"#n": "count", "#at": "at"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one": nv(1), ":now": sv(s.now().UTC().Format(timeLayout)),
+			":one": attr.N(1), ":now": attr.S(s.now().UTC().Format(timeLayout)),
 		},
 	})
 	if err != nil {
@@ -36,7 +33,7 @@ func (s *Store) Unmatched(ctx context.Context) (map[string]int, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(UnmatchedPK)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(UnmatchedPK)},
 	}
 	out := map[string]int{}
 	for {
@@ -45,7 +42,7 @@ func (s *Store) Unmatched(ctx context.Context) (map[string]int, error) {
 			return nil, fmt.Errorf("query unmatched counters: %w", err)
 		}
 		for _, it := range page.Items {
-			out[getS(it, "sk")] += getN(it, "count")
+			out[attr.GetS(it, attr.SK)] += int(attr.GetN(it, "count"))
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			return out, nil

@@ -73,9 +73,9 @@ func StandardQueue(t testing.TB, base string) string {
 	return *q.QueueUrl
 }
 
-// Ctx returns a context ended with the test, with a generous hang guard.
+// Ctx returns the test's context (t.Context) with a generous hang guard.
 func Ctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -3,7 +3,7 @@
 // IDEMP#<event_id>:<subscription>, that makes an at-least-once queue give
 // an exactly-once effect.
 //
-// The row is a small state machine (DESIGN.md, "The inbox claim"):
+// The row is a small state machine (docs/contract.md, "The inbox claim"):
 //
 //	absent ──Claim──▶ pending(lease) ──Complete──▶ completed   (final)
 //	                     │  ▲   │

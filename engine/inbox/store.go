@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // Status is the state of an inbox row.
@@ -23,27 +24,6 @@ const (
 	Completed Status = "completed"
 	Dead      Status = "dead"
 )
-
-// Attribute names of an inbox row.
-const (
-	attrPK         = "pk"
-	attrStatus     = "status"
-	attrLease      = "lease_expires_at" // N, unix milliseconds
-	attrAttempts   = "attempts"         // N, claims so far
-	attrWorker     = "worker"
-	attrToken      = "claim_token"
-	attrLastError  = "last_error"
-	attrEventID    = "event_id"
-	attrSub        = "subscription"
-	attrUpdatedAt  = "updated_at"
-	attrReleasedAt = "released_at"
-	attrTTL        = "ttl" // N, epoch seconds
-)
-
-// Key is the inbox key of (eventID, subscription).
-func Key(eventID, subscription string) string {
-	return "IDEMP#" + eventID + ":" + subscription
-}
 
 // DynamoAPI is the part of the DynamoDB client the store uses. It must be
 // safe for concurrent use, as *dynamodb.Client is.
@@ -140,7 +120,7 @@ func (s *Store) Claim(ctx context.Context, eventID, subscription, worker string,
 	expires := now.Add(lease)
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
-		Key:       pk(key),
+		Key:       attr.HashKey(key),
 		ConditionExpression: aws.String("attribute_not_exists(#pk)" +
 			" OR (#status = :pending AND #lease < :now)" +
 			" OR (#status = :dead AND attribute_exists(#released))"),
@@ -152,10 +132,10 @@ func (s *Store) Claim(ctx context.Context, eventID, subscription, worker string,
 			"#updated": attrUpdatedAt, "#ttl": attrTTL, "#attempts": attrAttempts,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pending": sv(string(Pending)), ":dead": sv(string(Dead)), ":now": millis(now),
-			":lease": millis(expires), ":worker": sv(worker), ":token": sv(token), ":eid": sv(eventID),
-			":sub": sv(subscription), ":updated": sv(now.UTC().Format(time.RFC3339Nano)),
-			":ttl": nv(now.Add(s.ttl).Unix()), ":one": nv(1),
+			":pending": attr.S(string(Pending)), ":dead": attr.S(string(Dead)), ":now": millis(now),
+			":lease": millis(expires), ":worker": attr.S(worker), ":token": attr.S(token), ":eid": attr.S(eventID),
+			":sub": attr.S(subscription), ":updated": attr.S(now.UTC().Format(time.RFC3339Nano)),
+			":ttl": attr.N(now.Add(s.ttl).Unix()), ":one": attr.N(1),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -178,7 +158,7 @@ func (s *Store) Claim(ctx context.Context, eventID, subscription, worker string,
 // endpoint did not return it.
 func (s *Store) refusal(ctx context.Context, key string, old map[string]types.AttributeValue) error {
 	if old == nil {
-		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: pk(key), ConsistentRead: aws.Bool(true)})
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: attr.HashKey(key), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return fmt.Errorf("claim %s: read refused row: %w", key, err)
 		}
@@ -200,21 +180,21 @@ func (s *Store) refusal(ctx context.Context, key string, old map[string]types.At
 // Complete marks the claim's row completed, the final state.
 func (s *Store) Complete(ctx context.Context, c Claim) error {
 	return s.transition(ctx, c, "complete", "SET #status = :completed, #updated = :updated, #ttl = :ttl REMOVE #lease",
-		map[string]types.AttributeValue{":completed": sv(string(Completed))})
+		map[string]types.AttributeValue{":completed": attr.S(string(Completed))})
 }
 
 // Release gives the claim back after a retryable error: the row stays
 // pending with an expired lease, so the next receive can claim it at once.
 func (s *Store) Release(ctx context.Context, c Claim, cause error) error {
 	return s.transition(ctx, c, "release", "SET #lease = :zero, #lasterr = :err, #updated = :updated, #ttl = :ttl",
-		map[string]types.AttributeValue{":zero": nv(0), ":err": sv(errText(cause))})
+		map[string]types.AttributeValue{":zero": attr.N(0), ":err": attr.S(errText(cause))})
 }
 
 // MarkDead marks the claim's row dead after a terminal error or a failure
 // on the last allowed receive.
 func (s *Store) MarkDead(ctx context.Context, c Claim, cause error) error {
 	return s.transition(ctx, c, "mark dead", "SET #status = :dead, #lasterr = :err, #updated = :updated, #ttl = :ttl REMOVE #lease",
-		map[string]types.AttributeValue{":dead": sv(string(Dead)), ":err": sv(errText(cause))})
+		map[string]types.AttributeValue{":dead": attr.S(string(Dead)), ":err": attr.S(errText(cause))})
 }
 
 // Extend renews the claim's lease to now+lease (the heartbeat) and returns
@@ -231,9 +211,9 @@ func (s *Store) Extend(ctx context.Context, c Claim, lease time.Duration) (time.
 
 func (s *Store) transition(ctx context.Context, c Claim, what, update string, vals map[string]types.AttributeValue) error {
 	now := s.now()
-	vals[":token"] = sv(c.Token)
-	vals[":pending"] = sv(string(Pending))
-	vals[":updated"] = sv(now.UTC().Format(time.RFC3339Nano))
+	vals[":token"] = attr.S(c.Token)
+	vals[":pending"] = attr.S(string(Pending))
+	vals[":updated"] = attr.S(now.UTC().Format(time.RFC3339Nano))
 	names := map[string]string{"#status": attrStatus, "#token": attrToken, "#updated": attrUpdatedAt}
 	for k, v := range map[string]string{"#lease": attrLease, "#lasterr": attrLastError, "#ttl": attrTTL} {
 		if strings.Contains(update, k) {
@@ -241,11 +221,11 @@ func (s *Store) transition(ctx context.Context, c Claim, what, update string, va
 		}
 	}
 	if strings.Contains(update, "#ttl") {
-		vals[":ttl"] = nv(now.Add(s.ttl).Unix())
+		vals[":ttl"] = attr.N(now.Add(s.ttl).Unix())
 	}
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       pk(c.Key),
+		Key:                       attr.HashKey(c.Key),
 		ConditionExpression:       aws.String("#token = :token AND #status = :pending"),
 		UpdateExpression:          aws.String(update),
 		ExpressionAttributeNames:  names,
@@ -269,12 +249,12 @@ func (s *Store) ReleaseDead(ctx context.Context, eventID, subscription string) e
 	now := s.now()
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
-		Key:                      pk(key),
+		Key:                      attr.HashKey(key),
 		ConditionExpression:      aws.String("#status = :dead"),
 		UpdateExpression:         aws.String("SET #released = :now, #updated = :now"),
 		ExpressionAttributeNames: map[string]string{"#status": attrStatus, "#released": attrReleasedAt, "#updated": attrUpdatedAt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":dead": sv(string(Dead)), ":now": sv(now.UTC().Format(time.RFC3339Nano)),
+			":dead": attr.S(string(Dead)), ":now": attr.S(now.UTC().Format(time.RFC3339Nano)),
 		},
 	})
 	if err != nil {
@@ -290,7 +270,7 @@ func (s *Store) ReleaseDead(ctx context.Context, eventID, subscription string) e
 // Get reads the row of (eventID, subscription); ok is false when absent.
 func (s *Store) Get(ctx context.Context, eventID, subscription string) (Row, bool, error) {
 	key := Key(eventID, subscription)
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: pk(key), ConsistentRead: aws.Bool(true)})
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: attr.HashKey(key), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return Row{}, false, fmt.Errorf("get %s: %w", key, err)
 	}
@@ -302,49 +282,24 @@ func (s *Store) Get(ctx context.Context, eventID, subscription string) (Row, boo
 
 func decodeRow(item map[string]types.AttributeValue) Row {
 	r := Row{
-		Key:          getS(item, attrPK),
-		EventID:      getS(item, attrEventID),
-		Subscription: getS(item, attrSub),
-		Status:       Status(getS(item, attrStatus)),
-		Worker:       getS(item, attrWorker),
-		Token:        getS(item, attrToken),
-		Attempts:     int(getN(item, attrAttempts)),
-		LastError:    getS(item, attrLastError),
+		Key:          attr.GetS(item, attrPK),
+		EventID:      attr.GetS(item, attrEventID),
+		Subscription: attr.GetS(item, attrSub),
+		Status:       Status(attr.GetS(item, attrStatus)),
+		Worker:       attr.GetS(item, attrWorker),
+		Token:        attr.GetS(item, attrToken),
+		Attempts:     int(attr.GetN(item, attrAttempts)),
+		LastError:    attr.GetS(item, attrLastError),
 	}
 	if _, ok := item[attrLease]; ok {
-		r.LeaseExpires = time.UnixMilli(getN(item, attrLease))
+		r.LeaseExpires = time.UnixMilli(attr.GetN(item, attrLease))
 	}
 	_, r.Released = item[attrReleasedAt]
-	r.UpdatedAt, _ = time.Parse(time.RFC3339Nano, getS(item, attrUpdatedAt))
+	r.UpdatedAt, _ = time.Parse(time.RFC3339Nano, attr.GetS(item, attrUpdatedAt))
 	return r
 }
 
-func pk(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: sv(key)}
-}
-
-func sv(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-func nv(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func millis(t time.Time) types.AttributeValue { return nv(t.UnixMilli()) }
-
-func getS(item map[string]types.AttributeValue, k string) string {
-	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
-
-func getN(item map[string]types.AttributeValue, k string) int64 {
-	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
-		n, _ := strconv.ParseInt(v.Value, 10, 64)
-		return n
-	}
-	return 0
-}
+func millis(t time.Time) types.AttributeValue { return attr.N(t.UnixMilli()) }
 
 const maxErrText = 1024
 

@@ -78,7 +78,8 @@ type Tenant struct {
 	Unsettled int `json:"unsettled"`
 }
 
-// Report is the reconciliation (DESIGN.md, GET /v1/ops/reconcile).
+// Report is the reconciliation, the body of GET /v1/ops/reconcile
+// (docs/contract.md, "HTTP API").
 type Report struct {
 	Tenants []Tenant `json:"tenants"`
 	// DeadLetters counts open (not redriven) tenant dead letters.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 	"github.com/bowline-iot/bowline/engine/inbox"
 )
 
@@ -71,7 +72,7 @@ func (c InboxCheck) Unsettled(ctx context.Context, tenant string) (int, error) {
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ProjectionExpression:      aws.String("id, #type, occurred_at"),
 		ExpressionAttributeNames:  map[string]string{"#type": engine.AttrType},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: engine.EventPK(tenant)}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(engine.EventPK(tenant))},
 	}
 	for {
 		out, err := c.DB.Query(ctx, in)
@@ -79,7 +80,7 @@ func (c InboxCheck) Unsettled(ctx context.Context, tenant string) (int, error) {
 			return 0, fmt.Errorf("read events of tenant %q: %w", tenant, err)
 		}
 		for _, it := range out.Items {
-			id, typ, at := attrS(it, engine.AttrID), attrS(it, engine.AttrType), attrS(it, engine.AttrOccurredAt)
+			id, typ, at := attr.GetS(it, engine.AttrID), attr.GetS(it, engine.AttrType), attr.GetS(it, engine.AttrOccurredAt)
 			if ts, err := time.Parse(engine.TimeLayout, at); err == nil && ts.After(cutoff) {
 				continue
 			}
@@ -107,11 +108,11 @@ func (c InboxCheck) settled(ctx context.Context, keys []string) (int, error) {
 		keys = keys[len(batch):]
 		req := make([]map[string]types.AttributeValue, len(batch))
 		for i, k := range batch {
-			req[i] = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}}
+			req[i] = attr.HashKey(k)
 		}
 		pending := map[string]types.KeysAndAttributes{c.InboxTable: {
 			Keys: req, ProjectionExpression: aws.String("pk, #status"),
-			ExpressionAttributeNames: map[string]string{"#status": "status"},
+			ExpressionAttributeNames: map[string]string{"#status": inbox.AttrStatus},
 		}}
 		for attempt := 0; len(pending) > 0; attempt++ {
 			out, err := c.DB.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
@@ -119,7 +120,7 @@ func (c InboxCheck) settled(ctx context.Context, keys []string) (int, error) {
 				return 0, err
 			}
 			for _, it := range out.Responses[c.InboxTable] {
-				if s := attrS(it, "status"); s == string(inbox.Completed) || s == string(inbox.Dead) {
+				if s := attr.GetS(it, inbox.AttrStatus); s == string(inbox.Completed) || s == string(inbox.Dead) {
 					n++
 				}
 			}
@@ -134,11 +135,4 @@ func (c InboxCheck) settled(ctx context.Context, keys []string) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func attrS(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
@@ -102,13 +103,7 @@ func (f *fixture) status(env engine.Envelope) inbox.Status {
 
 func (f *fixture) waitFor(what string, cond func() bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitFor(f.t, what, 60*time.Second, cond)
 }
 
 func tenant() string { return "t" + strings.ToLower(ulid.Make().String()) }

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // CheckpointAPI is the part of the DynamoDB client checkpoints use.
@@ -32,13 +34,8 @@ type checkpoints struct {
 	stream string
 }
 
-// CheckpointKey is the inbox-table key of a pipe's position in one shard.
-func CheckpointKey(pipe, streamARN, shardID string) string {
-	return "RELAY#" + pipe + "#" + streamARN + "#" + shardID
-}
-
 func (c *checkpoints) key(shard string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: CheckpointKey(c.pipe, c.stream, shard)}}
+	return attr.HashKey(CheckpointKey(c.pipe, c.stream, shard))
 }
 
 func (c *checkpoints) load(ctx context.Context, shard string) (checkpoint, error) {
@@ -47,10 +44,8 @@ func (c *checkpoints) load(ctx context.Context, shard string) (checkpoint, error
 		return checkpoint{}, fmt.Errorf("load checkpoint of shard %s: %w", shard, err)
 	}
 	var cp checkpoint
-	if v, ok := out.Item["seq"].(*types.AttributeValueMemberS); ok {
-		cp.Sequence = v.Value
-	}
-	if v, ok := out.Item["closed"].(*types.AttributeValueMemberBOOL); ok {
+	cp.Sequence = attr.GetS(out.Item, attrSeq)
+	if v, ok := out.Item[attrClosed].(*types.AttributeValueMemberBOOL); ok {
 		cp.Closed = v.Value
 	}
 	return cp, nil
@@ -58,10 +53,10 @@ func (c *checkpoints) load(ctx context.Context, shard string) (checkpoint, error
 
 func (c *checkpoints) save(ctx context.Context, shard string, cp checkpoint) error {
 	item := c.key(shard)
-	item["closed"] = &types.AttributeValueMemberBOOL{Value: cp.Closed}
-	item["updated_at"] = &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)}
+	item[attrClosed] = attr.Bool(cp.Closed)
+	item[attrUpdatedAt] = attr.S(time.Now().UTC().Format(time.RFC3339Nano))
 	if cp.Sequence != "" {
-		item["seq"] = &types.AttributeValueMemberS{Value: cp.Sequence}
+		item[attrSeq] = attr.S(cp.Sequence)
 	}
 	if _, err := c.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(c.table), Item: item}); err != nil {
 		return fmt.Errorf("save checkpoint of shard %s at %s: %w", shard, cp.Sequence, err)

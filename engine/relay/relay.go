@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/bowline-iot/bowline/internal/backoff"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client the relay uses.
@@ -249,7 +251,7 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 			default:
 				failures++
 				log.Warn("get records failed; retrying", "err", err)
-				if err := sleep(ctx, backoff(failures)); err != nil {
+				if err := retry.Wait(ctx, failures); err != nil {
 					return err
 				}
 			}
@@ -273,7 +275,7 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 		}
 		iter = *out.NextShardIterator
 		if len(out.Records) == 0 {
-			if err := sleep(ctx, r.cfg.PollInterval); err != nil {
+			if err := backoff.Sleep(ctx, r.cfg.PollInterval); err != nil {
 				return err
 			}
 		}
@@ -295,7 +297,7 @@ func (r *Relay) saveCheckpoint(ctx context.Context, shard string, cp checkpoint)
 			return ctx.Err()
 		}
 		r.log.Warn("save checkpoint failed; retrying", "shard", shard, "err", err)
-		if err := sleep(ctx, backoff(attempt+1)); err != nil {
+		if err := retry.Wait(ctx, attempt+1); err != nil {
 			return err
 		}
 	}
@@ -329,7 +331,7 @@ func (r *Relay) iterator(ctx context.Context, shard, seq string) (string, error)
 			return "", nil
 		}
 		r.log.Warn("get shard iterator failed; retrying", "shard", shard, "err", err)
-		if err := sleep(ctx, backoff(attempt+1)); err != nil {
+		if err := retry.Wait(ctx, attempt+1); err != nil {
 			return "", err
 		}
 	}

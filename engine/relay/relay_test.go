@@ -22,6 +22,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // The relay child: the test binary re-executed to run a relay as a real
@@ -94,19 +95,12 @@ func (f fixture) relay(t *testing.T, pipe string) *Relay {
 		Pipe: spec, Streams: dynamodbstreams.NewFromConfig(cfg), Table: f.names.EventsTable(), Tables: f.ddb,
 		Queue: f.sqs, QueueURL: f.queue, Checkpoints: f.ddb, CheckpointTable: f.names.InboxTable(),
 		PollInterval: 50 * time.Millisecond, ShardRefresh: time.Second,
-		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: testkit.Logger(t, slog.LevelWarn),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // writeEvents writes n event rows (and their head rows) for tenant.
@@ -162,7 +156,7 @@ func all(want map[string]bool) func(map[string]int) bool {
 // grouped by tenant with the event id as dedup id; head rows never do.
 func TestRelayForwardsEventRowsOnly(t *testing.T) {
 	f := newFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	tenant := "t" + strings.ToLower(ulid.Make().String())
 	want := f.writeEvents(ctx, t, tenant, 0, 25)
@@ -191,7 +185,7 @@ func TestRelayForwardsEventRowsOnly(t *testing.T) {
 // head rows never.
 func TestRelayCrashLosesNothing(t *testing.T) {
 	f := newFixture(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
 	tenant := "t" + strings.ToLower(ulid.Make().String())
 	pipe := "events-crash-" + ulid.Make().String()
@@ -199,7 +193,7 @@ func TestRelayCrashLosesNothing(t *testing.T) {
 	start := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+f.queue, childPipeEnv+"="+pipe)
-		cmd.Stderr = tWriter{t}
+		cmd.Stderr = t.Output()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/bowline-iot/bowline/internal/backoff"
 )
 
 // QueueAPI is the part of the SQS client the relay uses.
@@ -38,7 +40,7 @@ func (r *Relay) sendBatch(ctx context.Context, batch []Message) error {
 	pending := batch
 	for attempt := 0; len(pending) > 0; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := retry.Wait(ctx, attempt); err != nil {
 				return err
 			}
 		}
@@ -83,17 +85,6 @@ func (r *Relay) sendBatch(ctx context.Context, batch []Message) error {
 	return nil
 }
 
-func backoff(attempt int) time.Duration {
-	return 100 * time.Millisecond << min(attempt, 6)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// retry spaces out attempts of a failing call: 100 ms·2^attempt, at most
+// 6.4 s, no jitter.
+var retry = backoff.Policy{Base: 100 * time.Millisecond, Max: 6400 * time.Millisecond}

@@ -17,6 +17,8 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // The shard-walking rules are pure logic; these tests drive them with
@@ -159,17 +161,11 @@ func (t *fakeTable) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...f
 
 func runUntil(t *testing.T, r *Relay, done func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	finished := make(chan error, 1)
 	go func() { finished <- r.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !done() {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("gave up waiting for the relay")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the relay", 30*time.Second, done)
 	cancel()
 	if err := <-finished; err != nil {
 		t.Fatalf("Run = %v; want nil", err)

@@ -14,7 +14,6 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 // QueueAPI is the part of the SQS client the worker uses; it must be safe
@@ -52,6 +51,10 @@ var (
 )
 
 // Config configures a Worker.
+// DefaultMaxReceiveCount is the maxReceiveCount of a queue's redrive
+// policy when Config.MaxReceiveCount is zero.
+const DefaultMaxReceiveCount = 5
+
 type Config struct {
 	// Queue, QueueURL and DLQURL: the events queue and its dead-letter
 	// queue. Required.
@@ -74,7 +77,7 @@ type Config struct {
 	// WorkerID names this worker in inbox rows. Default host-pid-ulid.
 	WorkerID string
 	// MaxReceiveCount is the queue's redrive maxReceiveCount: a failure on
-	// this receive is final. Default resources.EventsMaxReceiveCount.
+	// this receive is final. Default DefaultMaxReceiveCount.
 	MaxReceiveCount int
 	// WaitTime is the long-poll wait. Default 10s (SQS's maximum is 20s).
 	WaitTime time.Duration
@@ -131,7 +134,7 @@ func (c *Config) defaults() {
 		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), ulid.Make().String()[20:])
 	}
 	if c.MaxReceiveCount == 0 {
-		c.MaxReceiveCount = resources.EventsMaxReceiveCount
+		c.MaxReceiveCount = DefaultMaxReceiveCount
 	}
 	if c.WaitTime == 0 {
 		c.WaitTime = 10 * time.Second

@@ -102,7 +102,7 @@ func startChild(t *testing.T, h *harness, runs, id string, block bool) *exec.Cmd
 	}
 	cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+h.q.URL, childDLQEnv+"="+h.q.DLQURL,
 		childRunsEnv+"="+runs, childBlockEnv+"="+b, childIDEnv+"="+id)
-	cmd.Stderr = tWriter{t}
+	cmd.Stderr = t.Output()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -71,7 +72,7 @@ func (h *harness) start(subs []engine.Subscription, tweak func(*Config)) *Worker
 	cfg := Config{
 		Queue: h.sqs, QueueURL: h.q.URL, DLQURL: h.q.DLQURL, Inbox: h.inbox, DeadLetters: h.dl,
 		Subscriptions: subs, WaitTime: time.Second, Lease: time.Second, Heartbeat: 300 * time.Millisecond,
-		RetryDelay: time.Second, Logger: testLogger(h.t), Observer: h.obs,
+		RetryDelay: time.Second, Logger: testkit.Logger(h.t, slog.LevelWarn), Observer: h.obs,
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -111,13 +112,7 @@ func (h *harness) sendRaw(body, group, dedup string) {
 // waitFor polls cond until it holds; the deadline is only a hang guard.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitFor(h.t, what, 60*time.Second, cond)
 }
 
 func (h *harness) row(eventID, sub string) inbox.Row {
@@ -351,17 +346,6 @@ func TestLeaseTooLongRefused(t *testing.T) {
 	if err := w.Run(h.ctx); !errors.Is(err, ErrLeaseTooLong) {
 		t.Errorf("Run = %v; want ErrLeaseTooLong", err)
 	}
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // countingObserver counts events by name for assertions.

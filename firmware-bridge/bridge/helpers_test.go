@@ -2,26 +2,11 @@ package bridge_test
 
 import (
 	"context"
-	"log/slog"
 	"sync"
-	"testing"
 
 	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 )
-
-// tWriter sends log lines to t.Log.
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: level}))
-}
 
 // memSink records every delivered record in delivery order.
 type memSink struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // scriptedMCU is the test's hand-driven MCU end of a net.Pipe.
@@ -26,7 +27,7 @@ type scriptedMCU struct {
 func startBridge(t *testing.T, cfg bridge.Config) (*bridge.Bridge, *scriptedMCU) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t, slog.LevelWarn)
+		cfg.Logger = testkit.Logger(t, slog.LevelWarn)
 	}
 	br, err := bridge.New(cfg)
 	if err != nil {

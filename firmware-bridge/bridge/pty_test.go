@@ -11,6 +11,7 @@ import (
 	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/firmware-bridge/transport"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // TestPTYLossyLink sends 100,000 readings (5,000 with -short) from the MCU model through a
@@ -24,7 +25,7 @@ func TestPTYLossyLink(t *testing.T) {
 	if testing.Short() {
 		n = 5_000
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // hang guard only
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute) // hang guard only
 	defer cancel()
 
 	p, err := transport.OpenPTY()
@@ -42,12 +43,12 @@ func TestPTYLossyLink(t *testing.T) {
 
 	const first = ^uint32(0) - 1000 // wraps after 1001 frames
 	mcu, err := sim.NewMCU(sim.MCUConfig{DeviceID: "bowl-pty", RingSize: 32, RetransmitTimeout: 25 * time.Millisecond,
-		FirstSeq: first, Uptime: meter.Uptime, Logger: testLogger(t, slog.LevelWarn)})
+		FirstSeq: first, Uptime: meter.Uptime, Logger: testkit.Logger(t, slog.LevelWarn)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sink := &memSink{}
-	br, err := bridge.New(bridge.Config{Sink: sink, Logger: testLogger(t, slog.LevelWarn), ResendInterval: 5 * time.Millisecond})
+	br, err := bridge.New(bridge.Config{Sink: sink, Logger: testkit.Logger(t, slog.LevelWarn), ResendInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/firmware-bridge/transport"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // startGateway re-executes the test binary as a bridge process on tty.
@@ -69,18 +70,6 @@ func readSinkFile(t *testing.T, path string) []sinkLine {
 	return out
 }
 
-// waitFor polls cond until it holds; the deadline is a hang guard only.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestGatewayRestart: a real gateway process (this test binary re-executed)
 // runs the bridge on a pty with a file sink that fsyncs. After 300 records
 // the sink stops confirming (the batch is durable, the ack never goes), the
@@ -92,7 +81,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // numbers at or below what it stored, so deduplicating by (Device, Seq)
 // leaves each reading exactly once, in order.
 func TestGatewayRestart(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard only
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // hang guard only
 	defer cancel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "sink.jsonl")
@@ -109,7 +98,7 @@ func TestGatewayRestart(t *testing.T) {
 		first      = ^uint32(0) - 500
 	)
 	mcu, err := sim.NewMCU(sim.MCUConfig{DeviceID: "bowl-restart", RingSize: ringSize, RetransmitTimeout: 50 * time.Millisecond,
-		FirstSeq: first, Logger: testLogger(t, slog.LevelWarn)})
+		FirstSeq: first, Logger: testkit.Logger(t, slog.LevelWarn)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +119,7 @@ func TestGatewayRestart(t *testing.T) {
 	}()
 
 	gw1 := startGateway(t, p.Path, out, 1, stallAfter)
-	waitFor(t, "the first gateway to store 300 records and the MCU ring to fill", func() bool {
+	testkit.WaitFor(t, "the first gateway to store 300 records and the MCU ring to fill", 2*time.Minute, func() bool {
 		return len(readSinkFile(t, out)) >= stallAfter && mcu.Stats().RingLen == ringSize
 	})
 	// The ring is full (the producer waits in Push): a reading that cannot
@@ -152,7 +141,7 @@ func TestGatewayRestart(t *testing.T) {
 	if err := <-pushed; err != nil {
 		t.Fatalf("producer: %v", err)
 	}
-	waitFor(t, "every reading to be acknowledged", func() bool {
+	testkit.WaitFor(t, "every reading to be acknowledged", 2*time.Minute, func() bool {
 		s := mcu.Stats()
 		return s.RingLen == 0 && s.Freed == s.Accepted
 	})

@@ -1,6 +1,6 @@
 // Package cli is the small subcommand runner shared by the bowline and
 // bowline-edge mains: a table of commands, --help for each, signal-aware
-// contexts and exit codes (0 ok, 1 failure, 2 usage or not available).
+// contexts and exit codes (0 ok, 1 failure, 2 usage).
 package cli
 
 import (
@@ -18,9 +18,6 @@ import (
 
 // ErrUsage marks an error caused by how the command was called; it exits 2.
 var ErrUsage = errors.New("usage")
-
-// ErrNotAvailable marks a subcommand that is a stub; it exits 2.
-var ErrNotAvailable = errors.New("not yet available")
 
 // Command is one subcommand.
 type Command struct {
@@ -79,9 +76,6 @@ func (a App) Run(args []string) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, ErrNotAvailable):
-		fmt.Fprintf(a.Stderr, "%s %s: %v\n", a.Name, cmd.Name, err)
-		return 2
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintf(a.Stderr, "%s %s: %v\n", a.Name, cmd.Name, err)
 		return 2
@@ -128,17 +122,6 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	return nil
-}
-
-// Stub is a Command.Run for subcommands that do not exist yet.
-func Stub(ctx context.Context, args []string) error {
-	for _, a := range args {
-		if a == "-h" || a == "--help" {
-			fmt.Println("this command is a stub: it is " + ErrNotAvailable.Error())
-			return nil
-		}
-	}
-	return ErrNotAvailable
 }
 
 // EnvDefault returns $name, or def when it is unset or empty.

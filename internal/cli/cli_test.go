@@ -14,7 +14,6 @@ func testApp(out, errOut *bytes.Buffer) App {
 		Commands: []Command{
 			{Name: "ok", Summary: "succeeds", Run: func(context.Context, []string) error { return nil }},
 			{Name: "fail", Summary: "fails", Run: func(context.Context, []string) error { return errors.New("table x: boom") }},
-			{Name: "stub", Summary: "a stub", Run: Stub},
 			{Name: "flags", Summary: "parses flags", Run: func(_ context.Context, args []string) error {
 				fs := NewFlags("prog flags", "parses flags", "prog flags [--n N]")
 				fs.Int("n", 1, "a number")
@@ -34,7 +33,6 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"--help"}, 0, ""},
 		{[]string{"ok"}, 0, ""},
 		{[]string{"fail"}, 1, "prog fail: table x: boom"},
-		{[]string{"stub"}, 2, "not yet available"},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"flags", "--n", "x"}, 2, "invalid value"},
 		{[]string{"flags", "--help"}, 0, ""},
@@ -52,7 +50,7 @@ func TestRunExitCodes(t *testing.T) {
 func TestUsageListsCommands(t *testing.T) {
 	var out, errOut bytes.Buffer
 	testApp(&out, &errOut).Run([]string{"--help"})
-	for _, name := range []string{"ok", "fail", "stub", "flags"} {
+	for _, name := range []string{"ok", "fail", "flags"} {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("usage lacks command %q:\n%s", name, out.String())
 		}

@@ -6,7 +6,7 @@
 //	DynamoDB + Streams  AWS's DynamoDB Local (Java 17+), jar in deploy/local/dynamodb-local
 //	SQS                 fauxqs (Node 20+), deploy/local/node_modules/fauxqs
 //	Kinesis             kinesis-local (Node 20+), run from its own folder
-//	MQTT                mochi-mqtt, embedded in this process
+//	MQTT                mochi-mqtt, embedded in this process (internal/mqttbroker)
 //
 // ./scripts/setup installs the emulators; Start reports which one is missing
 // and how to install it. Each Start waits until every emulator answers a real

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/mqttbroker"
 )
 
 // Service names one part of the local stack.
@@ -105,7 +107,7 @@ type Stack struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	procs []*process
-	mqtt  *broker
+	mqtt  *mqttbroker.Broker
 }
 
 // Start launches the configured services concurrently and returns once each
@@ -149,12 +151,12 @@ var emulators = map[Service]struct {
 func (s *Stack) start(ctx context.Context, root string, svc Service) error {
 	var err error
 	if svc == MQTT {
-		var b *broker
+		var b *mqttbroker.Broker
 		if b, err = startBroker(s.log); b != nil {
 			s.mu.Lock()
 			s.mqtt = b
 			s.mu.Unlock()
-			s.MQTTAddr = "tcp://" + b.addr
+			s.MQTTAddr = b.URL()
 		}
 	} else {
 		emu := emulators[svc]
@@ -264,7 +266,7 @@ func (s *Stack) Close() error {
 		}()
 	}
 	if b != nil {
-		errs[len(procs)] = b.close()
+		errs[len(procs)] = b.Close()
 	}
 	wg.Wait()
 	return errors.Join(errs...)

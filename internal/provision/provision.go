@@ -1,6 +1,6 @@
 // Package provision creates every table, stream and queue named in
-// DESIGN.md, idempotently, against whatever endpoints the standard AWS SDK
-// configuration names. Running it twice changes nothing.
+// docs/contract.md ("Names"), idempotently, against whatever endpoints the
+// standard AWS SDK configuration names. Running it twice changes nothing.
 //
 // In AWS the CloudFormation templates in deploy/ own these resources; this
 // package serves the local stack, tests and first-time development accounts.
@@ -53,7 +53,8 @@ const (
 	Streams Part = "streams" // Kinesis streams
 )
 
-// Options tunes provisioning; the zero value is the DESIGN.md layout.
+// Options tunes provisioning; the zero value is the layout of
+// docs/contract.md ("Tables", "Queues, streams and pipes").
 type Options struct {
 	// Parts limits provisioning to some kinds of resource (a test that
 	// runs only DynamoDB Local provisions only Tables). Nil means all.
@@ -73,6 +74,8 @@ type tableSpec struct {
 	ttl    string
 }
 
+// tables is the key schema, stream and TTL of each table; the rows in them
+// are listed in docs/tables.md.
 func tables(n resources.Names) []tableSpec {
 	return []tableSpec{
 		{name: n.EventsTable(), sortK: true, stream: true},

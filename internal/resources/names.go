@@ -51,16 +51,25 @@ func FromEnv() (Names, error) {
 
 func (n Names) name(base string) string { return n.Stack + "-bowline-" + base }
 
-// EventsTable holds the per-tenant hash-chained event log and chain heads.
+// EventsTable holds the per-tenant hash-chained event log and chain heads:
+// TENANT#<t>#EVENT and TENANT#<t>#HEAD rows (engine/keys.go). pk and sk,
+// stream, no TTL. docs/tables.md lists every row kind of every table.
 func (n Names) EventsTable() string { return n.name("events") }
 
-// InboxTable holds idempotency rows of the inbox and emit-dedup rows.
+// InboxTable holds the rows that make writes idempotent or remember a
+// position, each kind under its own pk prefix: IDEMP# (engine/inbox), EMIT#
+// (engine), RELAY# (engine/relay), APIKEY# and PAYMENT# (cloud/api) and
+// INGEST# (cloud/ingest). pk only, TTL attribute "ttl".
 func (n Names) InboxTable() string { return n.name("inbox") }
 
-// DeadLettersTable holds tenant-scoped dead letters and poison pills.
+// DeadLettersTable holds tenant-scoped dead letters (TENANT#), poison pills
+// (POISON) and unmatched-event counters (UNMATCHED), all written through
+// engine/deadletter. pk and sk, no TTL.
 func (n Names) DeadLettersTable() string { return n.name("dead_letters") }
 
-// AppTable holds business rows (orders, devices, pets, intake, contacts).
+// AppTable holds business rows: ORDER# (cloud/api), DEVICE# (cloud/devices),
+// SEQ# (cloud/ingest), PET# and CONTACT# (cloud/subscribers). pk and sk,
+// stream (the record-change lane), no TTL.
 func (n Names) AppTable() string { return n.name("app") }
 
 // EventsQueue is the SQS FIFO queue the relay feeds and the worker drains.

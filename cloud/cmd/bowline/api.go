@@ -7,10 +7,10 @@ import (
 	"net"
 	"os"
 
+	"github.com/bowline-iot/bowline/cloud/app"
+
 	"github.com/bowline-iot/bowline/cloud/api"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func runAPI(ctx context.Context, args []string) error {
@@ -36,21 +36,17 @@ func runAPI(ctx context.Context, args []string) error {
 	if settings.WebhookSecret == "" {
 		return fmt.Errorf("%w: %s is not set: the payment webhook cannot verify signatures without it", cli.ErrUsage, api.WebhookSecretEnv)
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
-	awsCfg, err := awsenv.Load(ctx)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	stack, err := openApp(ctx, log, app.NewRegistry())
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	b, err := api.Build(api.BuildConfig{AWS: awsCfg, Names: names, Settings: settings, Logger: log})
+	defer stack.Close()
+	a, err := stack.API(settings, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	defer b.Engine.Close()
-	return b.API.Serve(ctx, *addr, func(a net.Addr) {
-		fmt.Fprintf(os.Stdout, "bowline api listening on http://%s (stack %s)\n", a, names.Stack)
+	return a.Serve(ctx, *addr, func(addr net.Addr) {
+		fmt.Fprintf(os.Stdout, "bowline api listening on http://%s (stack %s)\n", addr, stack.Names.Stack)
 	})
 }

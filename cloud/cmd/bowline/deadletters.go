@@ -11,12 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/bowline-iot/bowline/engine/deadletter"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func runDeadLetters(ctx context.Context, args []string) error {
@@ -42,18 +38,12 @@ func deadLettersCmd(ctx context.Context, args []string, stdout io.Writer) error 
 	if *tenant != "" && *poison {
 		return fmt.Errorf("%w: --tenant and --poison exclude each other (poison pills have no tenant)", cli.ErrUsage)
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
-	cfg, err := awsenv.Load(ctx)
+	stack, err := openApp(ctx, nil, nil)
 	if err != nil {
 		return err
 	}
-	store, err := deadletter.New(dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions), names.DeadLettersTable(), nil)
-	if err != nil {
-		return err
-	}
+	defer stack.Close()
+	store := stack.DeadLetters
 	var letters []deadletter.Letter
 	switch {
 	case *tenant != "":

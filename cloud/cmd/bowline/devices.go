@@ -6,12 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/bowline-iot/bowline/cloud/devices"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func runDevices(ctx context.Context, args []string) error {
@@ -45,15 +40,12 @@ func devicesRegister(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
-	cfg, err := awsenv.Load(ctx)
+	stack, err := openApp(ctx, nil, nil)
 	if err != nil {
 		return err
 	}
-	reg, err := devices.New(dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions), names.AppTable(), nil)
+	defer stack.Close()
+	reg, err := stack.Devices()
 	if err != nil {
 		return err
 	}

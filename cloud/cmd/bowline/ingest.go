@@ -7,12 +7,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/ingest"
-	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/cloud/telemetry"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func runIngest(ctx context.Context, args []string) error {
@@ -39,25 +37,22 @@ func runIngest(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
 	tlsCfg, err := tlsFiles.Config()
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	awsCfg, err := awsenv.Load(ctx)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	reg := app.NewRegistry()
+	stack, err := openApp(ctx, log, reg)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	reg := prometheus.NewRegistry()
+	defer stack.Close()
+	names := stack.Names
 	metrics := ingest.NewMetrics(reg)
-	in, err := ingest.New(ingest.Config{
+	in, err := stack.Ingest(ingest.Config{
 		Broker: *broker, ClientID: *clientID, Group: *group, TLS: tlsCfg,
-		Names: names, AWS: awsCfg,
-		Producer: ingest.ProducerConfig{Linger: *linger},
+		Producer: telemetry.ProducerConfig{Linger: *linger},
 		GapGrace: *gapGrace, DrainTimeout: *drain,
 		Logger: log, Observer: metrics,
 	})

@@ -10,9 +10,7 @@ import (
 	"strings"
 
 	"github.com/bowline-iot/bowline/engine/redrive"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func runRedrive(ctx context.Context, args []string) error { return redriveCmd(ctx, args, os.Stdout) }
@@ -50,17 +48,12 @@ func redriveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if *all == (len(ids) > 0) {
 		return fmt.Errorf("%w: give --all or one or more --event IDs, not both or neither", cli.ErrUsage)
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
-	cfg, err := awsenv.Load(ctx)
+	stack, err := openApp(ctx, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), nil)
 	if err != nil {
 		return err
 	}
-	r, err := redrive.ForStack(ctx, cfg, names, func(c *redrive.Config) {
-		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	})
+	defer stack.Close()
+	r, err := stack.Redriver(ctx, nil)
 	if err != nil {
 		return err
 	}

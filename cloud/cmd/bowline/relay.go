@@ -10,12 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/bowline-iot/bowline/cloud/app"
 
 	"github.com/bowline-iot/bowline/engine/relay"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 func runRelay(ctx context.Context, args []string) error { return relayCmd(ctx, args, os.Stdout) }
@@ -39,10 +37,6 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if *poll <= 0 {
 		return fmt.Errorf("%w: --poll %v: want a positive duration", cli.ErrUsage, *poll)
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
 	var specs []relay.PipeSpec
 	for _, p := range strings.Split(*pipes, ",") {
 		switch strings.TrimSpace(p) {
@@ -54,17 +48,19 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("%w: --pipes: unknown pipe %q (want events or record-changes)", cli.ErrUsage, p)
 		}
 	}
-	cfg, err := awsenv.Load(ctx)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	reg := app.NewRegistry()
+	stack, err := openApp(ctx, log, reg)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	reg := prometheus.NewRegistry()
+	defer stack.Close()
+	names := stack.Names
 	metrics := relay.NewMetrics(reg)
 	var relays []*relay.Relay
 	for _, spec := range specs {
-		r, err := relay.ForStack(ctx, cfg, names, spec, func(c *relay.Config) {
-			c.PollInterval, c.Logger, c.Observer = *poll, log, metrics.For(spec.Name)
+		r, err := stack.Relay(ctx, spec, func(c *relay.Config) {
+			c.PollInterval, c.Observer = *poll, metrics.For(spec.Name)
 		})
 		if err != nil {
 			return err

@@ -9,38 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/bowline-iot/bowline/cloud/adapters"
+	"github.com/bowline-iot/bowline/cloud/app"
 
-	"github.com/bowline-iot/bowline/cloud/catalog"
-	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/worker"
-	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
-	"github.com/bowline-iot/bowline/internal/resources"
 )
-
-// subscriberHandlers is the worker's registry: handlers bound by
-// subscription name to the catalog (catalog.Bind), for the DURABLE and
-// BEST_EFFORT lanes. Until the real subscribers exist (issue 7) every such
-// subscription gets loggingHandler; plug subscribers in by replacing this
-// function or adding entries to the map it returns.
-var subscriberHandlers = func(log *slog.Logger) map[string]engine.Handler {
-	hs := map[string]engine.Handler{}
-	for _, s := range catalog.Bowline().Subscriptions {
-		if s.Lane == engine.Durable || s.Lane == engine.BestEffort {
-			hs[s.Name] = loggingHandler(log, s.Name)
-		}
-	}
-	return hs
-}
-
-func loggingHandler(log *slog.Logger, sub string) engine.Handler {
-	return func(ctx context.Context, env engine.Envelope) error {
-		log.Info("event", "subscription", sub, "event_id", env.ID, "type", env.Type, "tenant", env.Tenant, "seq", env.Seq)
-		return nil
-	}
-}
 
 func runWorker(ctx context.Context, args []string) error { return workerCmd(ctx, args, os.Stdout) }
 
@@ -62,32 +37,35 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
-	names, err := resources.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	bound, err := catalog.Bind(catalog.Bowline(), subscriberHandlers(log))
-	if err != nil {
-		return fmt.Errorf("bind subscribers: %w", err)
-	}
-	cfg, err := awsenv.Load(ctx)
+	reg := app.NewRegistry()
+	stack, err := openApp(ctx, log, reg)
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	w, err := worker.ForStack(ctx, cfg, names, bound.Subscriptions, func(c *worker.Config) {
-		c.Declared = bound.Declared
+	defer stack.Close()
+	names := stack.Names
+	// The cloud subscribers call the providers at BOWLINE_SHOPIFY_URL,
+	// BOWLINE_SHIPPING_URL and BOWLINE_NOTIFY_URL.
+	set, err := stack.Subscribers(adapters.ConfigFromEnv(), nil)
+	if err != nil {
+		return fmt.Errorf("cloud subscribers: %w", err)
+	}
+	bound, err := app.Bind(set, log, nil)
+	if err != nil {
+		return fmt.Errorf("bind subscribers: %w", err)
+	}
+	w, err := stack.Worker(ctx, bound, func(c *worker.Config) {
 		c.Pollers, c.Lease, c.WaitTime, c.RetryDelay = *pollers, *lease, *wait, *retryDelay
-		c.Logger, c.Observer = log, worker.NewMetrics(reg)
+		c.Observer = worker.NewMetrics(reg)
 	})
 	if err != nil {
 		return err
 	}
 	var rc *recordchange.Consumer
 	if *recordChanges {
-		rc, err = recordchange.ForStack(ctx, cfg, names, bound.Subscriptions, func(c *recordchange.Config) {
-			c.WaitTime, c.Logger, c.Metrics = *wait, log, recordchange.NewMetrics(reg)
+		rc, err = stack.RecordChanges(ctx, bound, func(c *recordchange.Config) {
+			c.WaitTime, c.Metrics = *wait, recordchange.NewMetrics(reg)
 		})
 		if err != nil {
 			return err

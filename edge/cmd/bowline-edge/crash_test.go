@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/forward"
-	"github.com/bowline-iot/bowline/edge/internal/brokertest"
+	mqtt "github.com/mochi-mqtt/server/v2"
+
 	"github.com/bowline-iot/bowline/edge/status"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/firmware-bridge/transport"
+	"github.com/bowline-iot/bowline/internal/mqttbroker"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // bowl is one simulated bowl: an MCU model serving a unix socket the agent
@@ -100,7 +103,7 @@ func (b *bowl) total() int {
 // received returns the distinct sample numbers per thing at the broker, and
 // fails on two telemetry messages with one (thing, seq) but different
 // samples: a duplicate the cloud could not drop.
-func received(t *testing.T, msgs []brokertest.Message) map[string]map[int]bool {
+func received(t *testing.T, msgs []mqttbroker.Message) map[string]map[int]bool {
 	t.Helper()
 	got := map[string]map[int]bool{}
 	bySeq := map[string]string{}
@@ -108,7 +111,7 @@ func received(t *testing.T, msgs []brokertest.Message) map[string]map[int]bool {
 		if !strings.HasSuffix(m.Topic, "/telemetry") {
 			continue
 		}
-		var tm forward.TelemetryMessage
+		var tm wire.TelemetryMessage
 		if err := json.Unmarshal(m.Payload, &tm); err != nil {
 			t.Fatalf("telemetry payload %s: %v", m.Payload, err)
 		}
@@ -137,7 +140,12 @@ func TestKillLoopLosesNothing(t *testing.T) {
 		t.Skip("crash loop skipped in -short mode")
 	}
 	dir := t.TempDir()
-	broker := brokertest.Start(t, brokertest.Options{})
+	rec := new(mqttbroker.Recorder)
+	broker, err := mqttbroker.Start(mqttbroker.Config{Hooks: []mqtt.Hook{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -150,7 +158,7 @@ func TestKillLoopLosesNothing(t *testing.T) {
 	for _, b := range bowls {
 		streams.Go(func() { b.stream(streamCtx) })
 	}
-	args := []string{"run", "--tenant", "t1", "--gateway", "gw-1", "--broker", broker.Addr,
+	args := []string{"run", "--tenant", "t1", "--gateway", "gw-1", "--broker", broker.URL(),
 		"--outbox", filepath.Join(dir, "outbox.db"), "--status-addr", "off", "--log-level", "warn",
 		"--mqtt-backoff-min", "20ms", "--mqtt-backoff-max", "100ms", "--mqtt-rate", "1000"}
 	for _, b := range bowls {
@@ -178,7 +186,7 @@ func TestKillLoopLosesNothing(t *testing.T) {
 			t.Fatalf("kill %d: %v", i, err)
 		}
 		_ = cmd.Wait()
-		t.Logf("kill %d: %d messages at the broker so far", i+1, len(broker.Messages()))
+		t.Logf("kill %d: %d messages at the broker so far", i+1, len(rec.Messages()))
 	}
 	// The last agent lives; the bowls stream a little longer, then stop.
 	statusAddr := freeAddr(t)
@@ -193,7 +201,9 @@ func TestKillLoopLosesNothing(t *testing.T) {
 	for _, b := range bowls {
 		want[b.id] = b.total()
 	}
-	msgs := broker.WaitFor(t, 90*time.Second, "every numbered sample", func(msgs []brokertest.Message) bool {
+	var msgs []mqttbroker.Message
+	testkit.WaitFor(t, "every numbered sample", 90*time.Second, func() bool {
+		msgs = rec.Messages()
 		got := received(t, msgs)
 		for id, n := range want {
 			if len(got[id]) < n {

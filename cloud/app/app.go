@@ -1,0 +1,187 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Config selects the stack an App runs on.
+type Config struct {
+	// AWS is the SDK configuration (awsenv.Load). Required.
+	AWS aws.Config
+	// Names are the stack's resources. Required.
+	Names resources.Names
+	// Registry receives every part's metrics; default a fresh one with the
+	// Go runtime and process collectors.
+	Registry *prometheus.Registry
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate fills defaults and reports the first missing field.
+func (c *Config) Validate() error {
+	if c.Names.Stack == "" {
+		return errors.New("app: Names is required")
+	}
+	if c.AWS.Region == "" {
+		return errors.New("app: AWS config with a region is required")
+	}
+	if c.Registry == nil {
+		c.Registry = NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// NewRegistry returns a Prometheus registry with the Go runtime and process
+// collectors, the one a process serves on /metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// App is one process's view of a stack. Its fields are safe to share; Close
+// it after every part built from it has stopped.
+type App struct {
+	Names    resources.Names
+	AWS      aws.Config
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	Kinesis  *kinesis.Client
+	Streams  *dynamodbstreams.Client
+
+	// Catalog is Bowline's catalog without handlers (see Bind).
+	Catalog engine.Catalog
+	// Engine is the process's one engine: every emit goes through it.
+	Engine      *engine.Engine
+	Inbox       *inbox.Store
+	DeadLetters *deadletter.Store
+
+	mu   sync.Mutex
+	urls map[string]string
+}
+
+// Open builds the clients, the engine and the stores. It makes no AWS call:
+// queue URLs are resolved on first use.
+func Open(cfg Config) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &App{
+		Names: cfg.Names, AWS: cfg.AWS, Registry: cfg.Registry, Logger: cfg.Logger,
+		DynamoDB: dynamodb.NewFromConfig(cfg.AWS, awsenv.DynamoDBOptions),
+		SQS:      sqs.NewFromConfig(cfg.AWS),
+		Kinesis:  kinesis.NewFromConfig(cfg.AWS),
+		Streams:  dynamodbstreams.NewFromConfig(cfg.AWS),
+		Catalog:  catalog.Bowline(),
+		urls:     map[string]string{},
+	}
+	metrics, err := engine.NewMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("app: engine metrics: %w", err)
+	}
+	a.Engine, err = engine.New(engine.Config{
+		Client: a.DynamoDB, EventsTable: cfg.Names.EventsTable(), InboxTable: cfg.Names.InboxTable(),
+		Catalog: a.Catalog, Logger: cfg.Logger, Observer: metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: engine: %w", err)
+	}
+	if a.Inbox, err = inbox.New(inbox.Config{Client: a.DynamoDB, Table: cfg.Names.InboxTable()}); err != nil {
+		a.Engine.Close()
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	if a.DeadLetters, err = deadletter.New(a.DynamoDB, cfg.Names.DeadLettersTable(), nil); err != nil {
+		a.Engine.Close()
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	return a, nil
+}
+
+// FromEnv opens the App the mains use: the stack named by BOWLINE_STACK and
+// the AWS SDK's own configuration chain (awsenv.Load). A bad BOWLINE_STACK
+// is reported as such, so callers can treat it as bad usage.
+func FromEnv(ctx context.Context, log *slog.Logger, reg *prometheus.Registry) (*App, error) {
+	names, err := resources.FromEnv()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	cfg, err := awsenv.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Open(Config{AWS: cfg, Names: names, Registry: reg, Logger: log})
+}
+
+// ConfigError is a configuration mistake in the environment (not an AWS
+// failure).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Close flushes and stops the engine. Call it once, after every part that
+// emits has stopped.
+func (a *App) Close() error {
+	a.Engine.Close()
+	return nil
+}
+
+// QueueURL resolves a queue's URL by name once per App.
+func (a *App) QueueURL(ctx context.Context, name string) (string, error) {
+	a.mu.Lock()
+	u, ok := a.urls[name]
+	a.mu.Unlock()
+	if ok {
+		return u, nil
+	}
+	out, err := a.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("queue %s: %w", name, err)
+	}
+	u = aws.ToString(out.QueueUrl)
+	a.mu.Lock()
+	a.urls[name] = u
+	a.mu.Unlock()
+	return u, nil
+}
+
+// eventQueues resolves events.fifo and its DLQ.
+func (a *App) eventQueues(ctx context.Context) (queue, dlq string, err error) {
+	if queue, err = a.QueueURL(ctx, a.Names.EventsQueue()); err != nil {
+		return "", "", err
+	}
+	if dlq, err = a.QueueURL(ctx, a.Names.EventsDLQ()); err != nil {
+		return "", "", err
+	}
+	return queue, dlq, nil
+}
+
+// Verifier recomputes hash chains in the events table.
+func (a *App) Verifier() *engine.Verifier {
+	return engine.NewVerifier(a.DynamoDB, a.Names.EventsTable(), 0)
+}

@@ -1,0 +1,12 @@
+// Package app is Bowline's one composition root. Open turns a stack's
+// resource names and an aws.Config into the clients, the queue URLs
+// (resolved once, on first use), ONE *engine.Engine with the Bowline
+// catalog and its metrics, and the stores the engine's consumers share.
+// Every process part is handed out from there: Worker, Relay, Redriver,
+// RecordChanges, API, Subscribers and Ingest. Bind is the one place
+// handlers are bound to subscriptions, and Group supervises what runs.
+//
+// `bowline` (cloud/cmd/bowline) and `bowline dev` (cloud/dev) build on this
+// package; nothing else constructs engines or resolves queue URLs, so every
+// emit in a process group-commits through the same engine (docs/group-commit.md).
+package app

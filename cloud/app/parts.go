@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/bowline-iot/bowline/cloud/adapters"
+	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/devices"
+	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/subscribers"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/reconcile"
+	"github.com/bowline-iot/bowline/engine/recordchange"
+	"github.com/bowline-iot/bowline/engine/redrive"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Worker builds the DURABLE-lane worker on events.fifo, its DLQ, the inbox
+// and dead_letters. bound is the catalog with handlers (Bind). tune, when
+// not nil, adjusts the config (pollers, lease, logger, observer) before it
+// is validated.
+func (a *App) Worker(ctx context.Context, bound engine.Catalog, tune func(*worker.Config)) (*worker.Worker, error) {
+	queue, dlq, err := a.eventQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	c := worker.Config{
+		Queue: a.SQS, QueueURL: queue, DLQURL: dlq, Inbox: a.Inbox, DeadLetters: a.DeadLetters,
+		Subscriptions: bound.Subscriptions, Declared: bound.Declared,
+		MaxReceiveCount: resources.EventsMaxReceiveCount, Logger: a.Logger,
+	}
+	if tune != nil {
+		tune(&c)
+	}
+	return worker.New(c)
+}
+
+// Relay builds the local stand-in of one of the two pipes: EventsPipe reads
+// the events table into events.fifo, RecordChangesPipe the app table into
+// record-changes; checkpoints go to the inbox table.
+func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.Config)) (*relay.Relay, error) {
+	var table, queue string
+	switch spec.Name {
+	case relay.EventsPipe.Name:
+		table, queue = a.Names.EventsTable(), a.Names.EventsQueue()
+	case relay.RecordChangesPipe.Name:
+		table, queue = a.Names.AppTable(), a.Names.RecordChangesQueue()
+	default:
+		return nil, fmt.Errorf("relay for stack %s: unknown pipe %q (want %s or %s)", a.Names.Stack, spec.Name, relay.EventsPipe.Name, relay.RecordChangesPipe.Name)
+	}
+	url, err := a.QueueURL(ctx, queue)
+	if err != nil {
+		return nil, fmt.Errorf("relay %s: %w", spec.Name, err)
+	}
+	c := relay.Config{
+		Pipe: spec, Streams: a.Streams, Table: table, Tables: a.DynamoDB,
+		Queue: a.SQS, QueueURL: url, Checkpoints: a.DynamoDB, CheckpointTable: a.Names.InboxTable(),
+		Logger: a.Logger,
+	}
+	if tune != nil {
+		tune(&c)
+	}
+	return relay.New(c)
+}
+
+// Redriver builds the operator's redrive from the events DLQ back to
+// events.fifo.
+func (a *App) Redriver(ctx context.Context, tune func(*redrive.Config)) (*redrive.Redriver, error) {
+	queue, dlq, err := a.eventQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redrive: %w", err)
+	}
+	c := redrive.Config{Queue: a.SQS, QueueURL: queue, DLQURL: dlq, Inbox: a.Inbox, DeadLetters: a.DeadLetters, Logger: a.Logger}
+	if tune != nil {
+		tune(&c)
+	}
+	return redrive.New(c)
+}
+
+// RecordChanges builds the BEST_EFFORT consumer of the record-changes queue.
+func (a *App) RecordChanges(ctx context.Context, bound engine.Catalog, tune func(*recordchange.Config)) (*recordchange.Consumer, error) {
+	url, err := a.QueueURL(ctx, a.Names.RecordChangesQueue())
+	if err != nil {
+		return nil, fmt.Errorf("record-change consumer: %w", err)
+	}
+	c := recordchange.Config{Queue: a.SQS, QueueURL: url, Subscriptions: bound.Subscriptions, Logger: a.Logger}
+	if tune != nil {
+		tune(&c)
+	}
+	return recordchange.New(c)
+}
+
+// API builds the HTTP API emitting through the App's engine, with the
+// stack reconciler behind /v1/ops/reconcile and the App's registry on
+// /metrics.
+func (a *App) API(settings api.Settings, log *slog.Logger) (*api.API, error) {
+	if log == nil {
+		log = a.Logger
+	}
+	rec := &api.StackReconciler{
+		Config: reconcile.Config{
+			Chains: a.Verifier(), DeadLetters: a.DeadLetters, Queue: a.SQS,
+			Unsettled: reconcile.InboxCheck{DB: a.DynamoDB, EventsTable: a.Names.EventsTable(), InboxTable: a.Names.InboxTable(), Subscriptions: a.Catalog.Subscriptions},
+		},
+		DLQ: func(ctx context.Context) (string, error) { return a.QueueURL(ctx, a.Names.EventsDLQ()) },
+	}
+	return api.New(api.Config{
+		Emitter: a.Engine, DB: a.DynamoDB, Names: a.Names,
+		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret,
+		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log,
+	})
+}
+
+// Subscribers builds the cloud subscribers on the App's engine and the
+// providers at cfg's URLs. A provider without a base URL is logged: its
+// calls fail terminally (dead letters), they do not loop.
+func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.Set, error) {
+	if log == nil {
+		log = a.Logger
+	}
+	for name, u := range map[string]string{adapters.ShopifyURLEnv: cfg.ShopifyURL, adapters.ShippingURLEnv: cfg.ShippingURL, adapters.NotifyURLEnv: cfg.NotifyURL} {
+		if u == "" {
+			log.Warn("provider url not set: its subscriptions will dead-letter", "env", name)
+		}
+	}
+	cfg.Logger = log
+	clients, err := adapters.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return subscribers.New(subscribers.Config{
+		DB: a.DynamoDB, Emitter: a.Engine, Names: a.Names,
+		Shop: clients.Shopify, Shipping: clients.Shipping, Notify: clients.Notify, Logger: log,
+	})
+}
+
+// Ingest builds MQTT ingestion on the App's engine and clients; cfg gives
+// the broker, identity and tuning (its Names, DynamoDB, Kinesis and Emitter
+// are filled from the App).
+func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
+	cfg.Names = a.Names
+	cfg.DynamoDB, cfg.Kinesis, cfg.Emitter = a.DynamoDB, a.Kinesis, a.Engine
+	if cfg.Logger == nil {
+		cfg.Logger = a.Logger
+	}
+	return ingest.New(cfg)
+}
+
+// Devices is the device registry in the app table (thing -> tenant).
+func (a *App) Devices() (*devices.Registry, error) {
+	return devices.New(a.DynamoDB, a.Names.AppTable(), nil)
+}

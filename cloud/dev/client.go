@@ -1,0 +1,81 @@
+package dev
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/bowline-iot/bowline/cloud/api"
+)
+
+// Client places orders and delivers signed payment webhooks to the API.
+type Client struct {
+	URL    string
+	Token  string
+	Secret string
+	HTTP   *http.Client
+}
+
+// Order places an order and returns its id.
+func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (string, error) {
+	body, _ := json.Marshal(map[string]any{"customer_id": customer, "pet_id": pet,
+		"items": []map[string]any{{"sku": "TAG-001", "qty": 1}}, "amount_cents": amount})
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := c.post(ctx, "/v1/orders", map[string]string{"Authorization": "Bearer " + c.Token}, body, http.StatusCreated, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// Pay delivers payment.succeeded for the order and returns the id of the
+// com.payment_completed event.
+func (c *Client) Pay(ctx context.Context, orderID, paymentID string, amount int) (string, error) {
+	body, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": api.PaymentSucceeded,
+		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount}})
+	var out struct {
+		Status  string `json:"status"`
+		EventID string `json:"event_id"`
+	}
+	h := map[string]string{api.SignatureHeader: api.Sign([]byte(c.Secret), time.Now(), body)}
+	if err := c.post(ctx, "/v1/webhooks/payments", h, body, http.StatusOK, &out); err != nil {
+		return "", err
+	}
+	if out.Status != "processed" {
+		return "", fmt.Errorf("pay order %s: status %q; want processed", orderID, out.Status)
+	}
+	return out.EventID, nil
+}
+
+func (c *Client) post(ctx context.Context, path string, h map[string]string, body []byte, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("POST %s: status %d %s; want %d", path, resp.StatusCode, bytes.TrimSpace(b), want)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("POST %s: answer %q: %w", path, b, err)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Ingest's half of the MQTT contract test; edge/forward runs the other half
+// on the same golden files (edge/wire/testdata).
+
+func loadGolden(t *testing.T) wire.Golden {
+	t.Helper()
+	g, err := wire.LoadGolden("../../edge/wire/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// defaultLimits are the limits of a Config with every default, as a
+// running ingest has them.
+func defaultLimits(t *testing.T) Limits {
+	t.Helper()
+	c := Config{
+		Broker: "tcp://127.0.0.1:1883", Names: resources.Names{Stack: "contract"},
+		DynamoDB: dynamodb.New(dynamodb.Options{Region: "us-east-1"}), Kinesis: kinesis.New(kinesis.Options{Region: "us-east-1"}),
+		Emitter: noEmitter{},
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c.limits()
+}
+
+// decode is Handle's path from topic and payload to a decoded message,
+// without the device registry: ParseTopic, then the kind's decoder.
+func decode(topic string, raw []byte, m wire.GoldenMessage, lim Limits) (wire.Topic, any, error) {
+	tp, err := ParseTopic(topic)
+	if err != nil {
+		return tp, nil, err
+	}
+	if tp.Kind == wire.KindTelemetry {
+		v, err := DecodeTelemetry(raw, tp.Thing, m.ReceivedAt, lim)
+		return tp, &v, err
+	}
+	v, err := DecodeEvent(raw, tp.Thing, m.ReceivedAt, lim)
+	return tp, &v, err
+}
+
+// TestGoldenMessagesDecode decodes every golden message with ingest's
+// decoders: an accepted one gives its parsed topic and decoded value, a
+// rejected one its reason.
+func TestGoldenMessagesDecode(t *testing.T) {
+	lim := defaultLimits(t)
+	for _, m := range loadGolden(t).Messages {
+		t.Run(m.Name, func(t *testing.T) {
+			tp, got, err := decode(m.Topic, m.Payload, m, lim)
+			if m.Reject != "" {
+				if reason := ReasonOf(err); reason != Reason(m.Reject) {
+					t.Fatalf("%s %s: reason %q (%v); want %q", m.Topic, m.Payload, reason, err, m.Reject)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v; want it accepted", m.Topic, m.Payload, err)
+			}
+			if tp != m.Parsed {
+				t.Errorf("topic %s parsed as %+v; want %+v", m.Topic, tp, m.Parsed)
+			}
+			var want any = m.Telemetry
+			if m.Event != nil {
+				want = m.Event
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("decoded %+v;\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestGoldenNames tries every golden name as tenant and thing of a topic and
+// as an event id: ingest accepts exactly the valid ones, and agrees with the
+// engine, which refuses to emit for a tenant that is not engine.ValidTenant.
+func TestGoldenNames(t *testing.T) {
+	lim := defaultLimits(t)
+	for _, n := range loadGolden(t).Names {
+		if got := engine.ValidTenant(n.Name); got != n.Valid {
+			t.Errorf("engine.ValidTenant(%q) = %t; want %t (wire.ValidName)", n.Name, got, n.Valid)
+		}
+		// A '/' in a name makes another topic level: refused as such.
+		problem := n.Problem
+		if strings.Contains(n.Name, "/") {
+			problem = "want dt/bowline/<tenant>/<thing>/"
+		}
+		for _, topic := range []string{
+			wire.Topic{Tenant: n.Name, Thing: "bowl-1", Kind: wire.KindEvents}.String(),
+			wire.Topic{Tenant: "t1", Thing: n.Name, Kind: wire.KindTelemetry}.String(),
+		} {
+			_, err := ParseTopic(topic)
+			switch {
+			case n.Valid && err != nil:
+				t.Errorf("ParseTopic(%q) = %v; want it accepted", topic, err)
+			case !n.Valid && (ReasonOf(err) != ReasonBadTopic || !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), problem)):
+				t.Errorf("ParseTopic(%q) = %v; want %s saying %q", topic, err, ReasonBadTopic, problem)
+			}
+		}
+		raw := fmt.Appendf(nil, `{"v":1,"thing":"bowl-1","seq":1,"id":%q,"type":"bowl.empty","at":"2026-11-29T11:00:00Z","data":{}}`, n.Name)
+		_, err := DecodeEvent(raw, "bowl-1", testNow, lim)
+		switch {
+		case n.Valid && err != nil:
+			t.Errorf("event id %q: %v; want it accepted", n.Name, err)
+		case !n.Valid && ReasonOf(err) != ReasonInvalid:
+			t.Errorf("event id %q: %v; want %s", n.Name, err, ReasonInvalid)
+		}
+	}
+}
+
+// Ingest has a data schema for every event type gateways publish, and
+// nothing else.
+func TestSchemaPerDeviceEventType(t *testing.T) {
+	var have []string
+	for typ := range schemas {
+		have = append(have, typ)
+	}
+	slices.Sort(have)
+	want := slices.Sorted(slices.Values(wire.EventTypes))
+	if !slices.Equal(have, want) {
+		t.Errorf("schemas for %v; want one per wire.EventTypes %v", have, want)
+	}
+}
+
+// noEmitter satisfies Config.Emitter where nothing is emitted.
+type noEmitter struct{}
+
+func (noEmitter) EmitEvent(context.Context, engine.Event) (engine.Envelope, error) {
+	return engine.Envelope{}, errors.New("noEmitter: not for emitting")
+}

@@ -1,0 +1,123 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The DynamoDB rows ingest writes, and the keys it hands to others that
+// write rows for it. Every key is built here.
+//
+// Inbox table (resources.Names.InboxTable; pk only, TTL attribute "ttl"):
+//
+//	digest row: pk = "INGEST#<tenant>#<thing>/<device event id>"   (DigestPK)
+//	            digest (S: sha256 hex of the message's RFC 8785 form),
+//	            type (S), device_seq (N), received_at (S, RFC 3339 nano),
+//	            ttl (N, epoch seconds: received_at + DigestTTL, 30 days)
+//
+// Put in the engine transaction that emits the device event, so it exists
+// exactly when the event does. Read (consistently) when the engine reports
+// the event's idempotency key as a duplicate: the same digest is a
+// redelivery, another one a ReasonConflict.
+//
+// The engine's own dedup rows in the same table (pk = "EMIT#<tenant>#<key>",
+// engine.DedupPK) carry the idempotency keys ingest chooses:
+//
+//	device event:    <thing>/<device event id>            (IdempotencyKey)
+//	bowl.data_gap:   <thing>/gap/<lane>/<from>-<to>        (gapIdempotencyKey)
+//
+// Neither a thing nor an event id contains '/' (wire.ValidName), so the
+// first has exactly one '/' and the two never collide.
+//
+// App table (resources.Names.AppTable; pk and sk, no TTL):
+//
+//	seq tracking: pk = "SEQ#<thing>"  sk = "<lane>" (telemetry | events)   (gapKey)
+//	              entity = "ingest_seq" (GapEntity), tenant, thing,
+//	              state (S: JSON {"spans": [[from, to], ...],
+//	              "noticed": {"<hole's first seq>": "<RFC 3339 nano>"}}),
+//	              version (N), updated_at (S, RFC 3339 nano)
+//
+// Merged by every ingest process of the group with optimistic locking: put on
+// attribute_not_exists(pk) for the first write, then on version = the version
+// read. Ingest also reads the device registry's rows there (cloud/devices:
+// pk = "DEVICE#<thing>", sk = "DEVICE") but never writes them.
+//
+// Dead letters table (resources.Names.DeadLettersTable; engine/deadletter
+// owns the layout and writes the rows; no TTL):
+//
+//	tenant letter: pk = "TENANT#<tenant>"  sk = "DL#<thing>/<kind>/<digest>#ingest"
+//	poison pill:   pk = "POISON"           sk = "<at, RFC 3339 nano>#<topic>#<digest>"
+//
+// <digest> is the first 8 bytes of the payload's sha256 in hex (letterDigest),
+// so a redelivered rejection overwrites its letter. A letter goes under the
+// tenant when the thing's registered tenant is known (letterEventID, with
+// subscription LetterSubscription), and is a poison pill otherwise
+// (poisonMessageID). Either holds error ("<reason>: <detail>"), body (the
+// payload, at most 64 KiB), message_id (the topic, or the pill's id), type
+// (the event type when known) and at.
+const (
+	// DigestTTL is how long a device event's digest row is kept: as long as
+	// the engine remembers the idempotency key (engine.Config.DedupTTL
+	// default).
+	DigestTTL = 30 * 24 * time.Hour
+
+	// GapEntity is the entity attribute of seq-tracking rows.
+	GapEntity = "ingest_seq"
+
+	digestPKPrefix = "INGEST#"
+	gapPKPrefix    = "SEQ#"
+)
+
+// IdempotencyKey is the engine idempotency key of thing's device event id.
+func IdempotencyKey(thing, id string) string { return thing + "/" + id }
+
+// gapIdempotencyKey is the engine idempotency key of the bowl.data_gap of g,
+// so each (thing, lane, range) is raised once.
+func gapIdempotencyKey(g DataGap) string {
+	return g.Thing + "/gap/" + g.Lane + "/" + strconv.FormatUint(g.FromSeq, 10) + "-" + strconv.FormatUint(g.ToSeq, 10)
+}
+
+// DigestPK is the inbox-table key of the digest row of a device event.
+func DigestPK(tenant, thing, id string) string {
+	return digestPKPrefix + tenant + "#" + IdempotencyKey(thing, id)
+}
+
+// digestKey is the key of the digest row of a device event.
+func digestKey(tenant, thing, id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: DigestPK(tenant, thing, id)}}
+}
+
+// GapPK is the app-table partition key of thing's seq-tracking rows; the
+// sort key is the lane.
+func GapPK(thing string) string { return gapPKPrefix + thing }
+
+// gapKey is the key of the seq-tracking row of thing's lane.
+func gapKey(thing, lane string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: GapPK(thing)},
+		"sk": &types.AttributeValueMemberS{Value: lane},
+	}
+}
+
+// letterDigest names a rejected payload in its dead letter: the first 8
+// bytes of its sha256, in hex.
+func letterDigest(raw []byte) string {
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:8])
+}
+
+// letterEventID is the event id of the tenant letter of a rejected message
+// of thing on kind's topic.
+func letterEventID(thing, kind string, raw []byte) string {
+	return thing + "/" + kind + "/" + letterDigest(raw)
+}
+
+// poisonMessageID is the message id of the poison pill of a rejected message
+// from topic.
+func poisonMessageID(topic string, raw []byte) string {
+	return topic + "#" + letterDigest(raw)
+}

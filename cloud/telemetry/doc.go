@@ -1,0 +1,19 @@
+// Package telemetry writes the telemetry stream: a Producer that batches
+// records into Kinesis PutRecords calls (at most 500 records / 5 MiB per
+// call, after a short linger), retries failed records one by one and backs
+// off from throttling, and tells each record's caller exactly once whether
+// Kinesis accepted it.
+//
+// Cloud ingest (cloud/ingest) puts one record per MQTT telemetry message and
+// acknowledges the message from the record's callback, so a message is
+// acknowledged only once its data is in the stream.
+//
+// # Caveats
+//
+// Kinesis is at-least-once: a record whose call timed out after Kinesis
+// stored it is sent again. Consumers drop duplicates by a key the records
+// carry (ingest's carry (thing, seq)).
+//
+// A record's partition key and data must fit one Kinesis record (1 MiB);
+// Put refuses larger ones rather than splitting them.
+package telemetry

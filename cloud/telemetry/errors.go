@@ -1,0 +1,10 @@
+package telemetry
+
+import "errors"
+
+// Errors of the package.
+var (
+	// ErrClosed: the producer was closed before the record was accepted; a
+	// record's done callback gets it, and Put after Close returns it.
+	ErrClosed = errors.New("telemetry producer closed")
+)

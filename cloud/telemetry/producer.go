@@ -1,0 +1,225 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+)
+
+// record is one Kinesis record on its way, and who to tell.
+type record struct {
+	key  string
+	data []byte
+	done func(error)
+}
+
+func (r *record) size() int { return len(r.key) + len(r.data) }
+
+// Producer batches records into PutRecords calls. Each record's done
+// callback is called exactly once: with nil when Kinesis accepted the record,
+// or with ErrClosed when the producer was closed first. Failed records and
+// throttled calls are retried until then, never dropped.
+type Producer struct {
+	cfg    ProducerConfig
+	client KinesisAPI
+
+	mu     sync.RWMutex
+	closed bool
+	in     chan *record
+
+	work     context.Context // retries run until this ends
+	abandon  context.CancelFunc
+	loopDone chan struct{}
+	slots    chan struct{}
+	inflight sync.WaitGroup
+}
+
+// NewProducer validates cfg and starts the batching loop; Close stops it.
+func NewProducer(client KinesisAPI, cfg ProducerConfig) (*Producer, error) {
+	if client == nil {
+		return nil, errors.New("telemetry producer: nil Kinesis client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	work, abandon := context.WithCancel(context.Background())
+	p := &Producer{
+		cfg: cfg, client: client,
+		in:       make(chan *record, cfg.MaxRecords),
+		work:     work,
+		abandon:  abandon,
+		loopDone: make(chan struct{}),
+		slots:    make(chan struct{}, cfg.MaxInFlight),
+	}
+	go p.loop()
+	return p, nil
+}
+
+// Put queues one record for partition key key. It blocks while the queue is
+// full, until ctx ends (then it returns ctx's error and done is not called).
+// done is called once, from another goroutine, and must not block for long.
+func (p *Producer) Put(ctx context.Context, key string, data []byte, done func(error)) error {
+	if key == "" || len(key) > maxPartitionKeyLn {
+		return fmt.Errorf("kinesis partition key %q: want 1-%d bytes", key, maxPartitionKeyLn)
+	}
+	if len(data)+len(key) > MaxKinesisRecord {
+		return fmt.Errorf("kinesis record for %q: %d bytes exceed %d", key, len(data)+len(key), MaxKinesisRecord)
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	select {
+	case p.in <- &record{key: key, data: data, done: done}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting records, sends what is queued and waits for every
+// record to be accepted. When ctx ends first, retries are abandoned and the
+// records still unaccepted get ErrClosed. It returns ctx's error in that case.
+func (p *Producer) Close(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, p.abandon)
+	defer stop()
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.in)
+	}
+	p.mu.Unlock()
+	<-p.loopDone
+	p.abandon()
+	return ctx.Err()
+}
+
+// loop batches records. A batch is sent when it is full, or when it has
+// lingered and a call slot is free: while every slot is busy the batch keeps
+// growing, so a backlog goes out in full batches, as raw PutRecords would.
+func (p *Producer) loop() {
+	defer close(p.loopDone)
+	defer p.inflight.Wait()
+	var (
+		batch    []*record
+		overflow *record // the record that did not fit in batch
+		size     int
+		lingered bool
+		closed   bool
+		timer    = time.NewTimer(time.Hour)
+	)
+	timer.Stop()
+	add := func(r *record) {
+		batch = append(batch, r)
+		size += r.size()
+		if len(batch) == 1 {
+			lingered = false
+			timer.Reset(p.cfg.Linger)
+		}
+	}
+	for {
+		full := len(batch) >= p.cfg.MaxRecords || overflow != nil
+		if closed && len(batch) == 0 {
+			return
+		}
+		var inC <-chan *record
+		if !closed && !full {
+			inC = p.in
+		}
+		var slotC chan<- struct{}
+		if len(batch) > 0 && (full || lingered || closed) {
+			slotC = p.slots
+		}
+		select {
+		case r, ok := <-inC:
+			if !ok {
+				closed = true
+				continue
+			}
+			if len(batch) > 0 && size+r.size() > p.cfg.MaxBytes {
+				overflow = r
+				continue
+			}
+			add(r)
+		case <-timer.C:
+			lingered = true
+		case slotC <- struct{}{}:
+			b := batch
+			batch, size = nil, 0
+			timer.Stop()
+			p.inflight.Add(1)
+			go func() {
+				defer func() { <-p.slots; p.inflight.Done() }()
+				p.send(b)
+			}()
+			if overflow != nil {
+				add(overflow)
+				overflow = nil
+			}
+		}
+	}
+}
+
+// send puts batch until every record is accepted or the producer abandons.
+func (p *Producer) send(batch []*record) {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if !sleep(p.work, backoff(p.cfg.BackoffBase, p.cfg.BackoffMax, attempt)) {
+				for _, r := range batch {
+					r.done(ErrClosed)
+				}
+				return
+			}
+		}
+		in := &kinesis.PutRecordsInput{StreamName: aws.String(p.cfg.Stream), Records: make([]types.PutRecordsRequestEntry, len(batch))}
+		size := 0
+		for i, r := range batch {
+			in.Records[i] = types.PutRecordsRequestEntry{Data: r.data, PartitionKey: aws.String(r.key)}
+			size += r.size()
+		}
+		ctx, cancel := context.WithTimeout(p.work, p.cfg.CallTimeout)
+		start := time.Now()
+		out, err := p.client.PutRecords(ctx, in)
+		cancel()
+		if err == nil && len(out.Records) != len(batch) {
+			err = fmt.Errorf("put records to %s: %d results for %d records", p.cfg.Stream, len(out.Records), len(batch))
+		}
+		if err != nil {
+			if p.cfg.Observer != nil {
+				p.cfg.Observer.PutRecords(len(batch), size, len(batch), err, time.Since(start))
+				for range batch {
+					p.cfg.Observer.RecordRetried("call_error")
+				}
+			}
+			if p.work.Err() == nil {
+				p.cfg.Logger.Warn("kinesis put records failed; backing off", "stream", p.cfg.Stream, "records", len(batch), "attempt", attempt+1, "err", err)
+			}
+			continue
+		}
+		var failed []*record
+		for i, res := range out.Records {
+			if res.ErrorCode == nil {
+				batch[i].done(nil)
+				continue
+			}
+			failed = append(failed, batch[i])
+			if p.cfg.Observer != nil {
+				p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
+			}
+		}
+		if p.cfg.Observer != nil {
+			p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
+		}
+		if len(failed) == 0 {
+			return
+		}
+		batch = failed
+	}
+}

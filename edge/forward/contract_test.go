@@ -1,0 +1,126 @@
+package forward
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
+)
+
+// The forwarder's half of the MQTT contract test; cloud/ingest runs the
+// other half on the same golden files (edge/wire/testdata).
+
+func loadGolden(t *testing.T) wire.Golden {
+	t.Helper()
+	g, err := wire.LoadGolden("../wire/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// gatewayZone is a zone that is not UTC: outbox times are the gateway's
+// clock, and the payload must carry them in UTC whatever the zone.
+var gatewayZone = time.FixedZone("gateway", 5*3600+30*60)
+
+// TestGoldenMessagesEncode encodes the decoded value of every accepted
+// golden message with the forwarder's encoders, from outbox records as the
+// pump reads them, and compares topic and payload byte for byte. Rejected
+// messages are ingest's half; the names test below covers the ones the
+// gateway could produce.
+func TestGoldenMessagesEncode(t *testing.T) {
+	for _, m := range loadGolden(t).Messages {
+		if m.Reject != "" {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			cfg := Config{Tenant: m.Parsed.Tenant}
+			var (
+				topic   string
+				payload []byte
+				err     error
+			)
+			switch {
+			case m.Telemetry != nil:
+				tm := m.Telemetry
+				b := outbox.Batch{Thing: tm.Thing, First: tm.Seq, Last: tm.LastSeq()}
+				cost := envelopeCost(tm.Thing)
+				for i, s := range tm.Samples {
+					r := outbox.Record{Entry: outbox.Entry{Lane: outbox.Telemetry, Thing: tm.Thing, At: s.T.In(gatewayZone), Type: s.Kind, Value: s.Value}, Seq: tm.Seq + uint64(i)}
+					b.Samples = append(b.Samples, r)
+					cost += sampleCost(r)
+				}
+				topic = cfg.topic(tm.Thing, wire.KindTelemetry)
+				payload, err = encodeTelemetry(b)
+				if len(payload) > cost {
+					t.Errorf("payload of %d bytes; the batch size estimate was %d (it must be an upper bound, or MaxPayload can be exceeded)", len(payload), cost)
+				}
+			case m.Event != nil:
+				e := m.Event
+				data := []byte(e.Data)
+				if string(data) == "{}" {
+					data = nil // what the outbox holds for an event without data
+				}
+				r := outbox.Record{Entry: outbox.Entry{Lane: outbox.Events, Thing: e.Thing, At: e.At.In(gatewayZone), Type: e.Type, ID: e.ID, Data: data}, Seq: e.Seq}
+				topic = cfg.topic(e.Thing, wire.KindEvents)
+				payload, err = encodeEvent(r)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if topic != m.Topic {
+				t.Errorf("topic = %s; want %s", topic, m.Topic)
+			}
+			if !bytes.Equal(payload, m.Payload) {
+				t.Errorf("payload =\n%s\nwant\n%s", payload, m.Payload)
+			}
+		})
+	}
+}
+
+// TestConfigRefusesWhatIngestRefuses tries every golden name as tenant,
+// client id and gateway thing: the forwarder refuses exactly the invalid
+// ones, and says which field and value and what is wrong.
+func TestConfigRefusesWhatIngestRefuses(t *testing.T) {
+	for _, n := range loadGolden(t).Names {
+		for _, field := range []string{"tenant", "client_id", "thing"} {
+			cfg := Config{Broker: "tcp://127.0.0.1:1883", Tenant: "t1", ClientID: "gw-1"}
+			switch field {
+			case "tenant":
+				cfg.Tenant = n.Name
+			case "client_id":
+				cfg.ClientID = n.Name
+			case "thing":
+				if n.Name == "" {
+					continue // an empty thing means the client id
+				}
+				cfg.Thing = n.Name
+			}
+			err := cfg.Validate()
+			if n.Valid {
+				if err != nil {
+					t.Errorf("Validate(%s %q) = %v; want nil", field, n.Name, err)
+				}
+				continue
+			}
+			if want := fmt.Sprintf("%s %q: %s", field, n.Name, n.Problem); !errors.Is(err, wire.ErrInvalidName) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Validate(%s %q) = %v; want wire.ErrInvalidName saying %s", field, n.Name, err, want)
+			}
+		}
+	}
+}
+
+// A gateway configured with tenant _acme used to pass Validate while ingest
+// dead-lettered every message it sent as bad_topic.
+func TestTenantIngestWouldRefuseDoesNotStart(t *testing.T) {
+	_, err := New(Config{Broker: "tcp://127.0.0.1:1883", Tenant: "_acme", ClientID: "gw-1"}, nil)
+	want := `forward config: tenant "_acme": must start with a letter or digit`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("New(tenant _acme) = %v; want an error starting %q", err, want)
+	}
+}

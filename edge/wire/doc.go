@@ -1,0 +1,36 @@
+// Package wire is the MQTT contract between a Bowline gateway and the cloud:
+// the topics, the payloads and the names in them. The gateway's forwarder
+// (edge/forward) encodes with these types and cloud ingest (cloud/ingest)
+// decodes with them; neither defines its own copy.
+//
+// # Topics
+//
+//	dt/bowline/<tenant>/<thing>/telemetry   TelemetryMessage, QoS 1
+//	dt/bowline/<tenant>/<thing>/events      EventMessage, QoS 1
+//	dt/bowline/<tenant>/<thing>/status      StatusMessage, retained (the gateway's last will)
+//
+// Tenant and thing are names (ValidName), as is an event's id. Ingest takes
+// the tenant from the topic only, never from a payload.
+//
+// # Payloads
+//
+// JSON objects carrying "v": Version. Each lane of a thing has its own seq,
+// starting at 1: an event message carries one seq, a telemetry message the
+// seq of its first sample (sample i has seq+i). A redelivered message
+// carries the same seq, so the cloud drops duplicates by (thing, seq). Times
+// are RFC 3339 in UTC. A message is at most MaxPayload bytes.
+//
+// The event types a gateway publishes are the Type constants; their data
+// fields are the cloud catalog's (cloud/catalog) and ingest's schema.
+//
+// # Golden messages
+//
+// testdata/ holds the contract as bytes: messages as published, the values
+// they decode to, messages ingest must refuse with the reason it gives, and
+// names on both sides of ValidName. The forwarder's tests encode with its
+// real encoder and compare bytes; ingest's tests decode the same bytes with
+// its real decoder and compare values. LoadGolden reads them.
+//
+// This package uses the standard library only, so both sides can import it
+// without pulling in the other's dependencies.
+package wire

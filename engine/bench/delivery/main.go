@@ -1,0 +1,399 @@
+// Command delivery is the delivery section of scripts/bench. It measures
+// delivery through the relay and the durable worker on the local stack:
+// events per second from event rows in the events table, through the events
+// pipe and events.fifo, to four subscriptions each completed through the
+// inbox, and the DynamoDB and SQS calls the relay and worker make per
+// delivered event. Beside it, in the same run and on the same queue, it
+// measures the raw receive+delete rate, the ceiling any consumer of that
+// queue has.
+//
+//	go run ./engine/bench/delivery [--events 400] [--tenants 20] [--pollers 4] [--json]
+//
+// It starts its own emulators (internal/localstack), so numbers reflect the
+// local stand-ins (DynamoDB Local, fauxqs), not AWS; fauxqs hands out one
+// message per group per receive, so the run spreads events over --tenants
+// groups.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Result is the benchmark's output (--json).
+type Result struct {
+	Events        int `json:"events"`
+	Tenants       int `json:"tenants"`
+	Subscriptions int `json:"subscriptions"`
+	Pollers       int `json:"pollers"`
+	// RawReceiveDeletePerSec is messages/s for receive(10)+delete alone.
+	RawReceiveDeletePerSec float64 `json:"raw_receive_delete_per_sec"`
+	// EventsPerSec is events/s from first relay start to the last of
+	// Events x Subscriptions completions.
+	EventsPerSec float64 `json:"events_per_sec"`
+	// HandlerRunsPerSec is EventsPerSec x Subscriptions.
+	HandlerRunsPerSec float64 `json:"handler_runs_per_sec"`
+	// Calls per delivered event made by the relay and the worker.
+	DynamoDBCallsPerEvent float64            `json:"dynamodb_calls_per_event"`
+	SQSCallsPerEvent      float64            `json:"sqs_calls_per_event"`
+	CallsByOperation      map[string]float64 `json:"calls_per_event_by_operation"`
+	Seconds               float64            `json:"seconds"`
+	// RelaySeconds is when the relay had forwarded every event.
+	RelaySeconds float64 `json:"relay_seconds"`
+}
+
+
+// benchType is the one event type the benchmark sends; four subscriptions
+// fan out on it, the shape of a paid order's fan-out in a real catalog.
+const benchType = "bench.fanout"
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench delivery:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench delivery", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "bench delivery: events/s through relay + worker (4 subscriptions) and API calls per event, beside raw SQS receive+delete\n\nUsage: go run ./engine/bench/delivery [flags]\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	events := fs.Int("events", 400, "events to deliver")
+	tenants := fs.Int("tenants", 20, "tenants (FIFO message groups)")
+	pollers := fs.Int("pollers", 4, "worker receive loops")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *events <= 0 || *tenants <= 0 || *pollers <= 0 {
+		return fmt.Errorf("--events, --tenants and --pollers must be positive")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+
+	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}}, "bench")
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	names, plain := stack.Names, stack.AWS
+	counted, calls := countingConfig(plain)
+	b := &bench{
+		names: names, events: *events, tenants: *tenants, pollers: *pollers,
+		hddb: dynamodb.NewFromConfig(plain, awsenv.DynamoDBOptions), hsqs: sqs.NewFromConfig(plain),
+		ddb: dynamodb.NewFromConfig(counted, awsenv.DynamoDBOptions), sqs: sqs.NewFromConfig(counted),
+		streams: dynamodbstreams.NewFromConfig(counted), calls: calls,
+	}
+	if b.queue, err = queueURL(ctx, b.hsqs, names.EventsQueue()); err != nil {
+		return err
+	}
+	if b.dlq, err = queueURL(ctx, b.hsqs, names.EventsDLQ()); err != nil {
+		return err
+	}
+	res := Result{Events: *events, Tenants: *tenants, Subscriptions: 4, Pollers: *pollers}
+	if res.RawReceiveDeletePerSec, err = b.raw(ctx); err != nil {
+		return err
+	}
+	if err := b.pipeline(ctx, &res); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, "bench delivery: %d events over %d tenants, 4 durable subscriptions, %d pollers (local stack)\n", res.Events, res.Tenants, res.Pollers)
+	fmt.Fprintf(stdout, "  raw receive+delete      %8.1f msg/s\n", res.RawReceiveDeletePerSec)
+	fmt.Fprintf(stdout, "  relay + worker          %8.1f events/s  (%.1f handler runs/s, %.1fs)\n", res.EventsPerSec, res.HandlerRunsPerSec, res.Seconds)
+	fmt.Fprintf(stdout, "  relay forwarded all in  %8.1fs\n", res.RelaySeconds)
+	fmt.Fprintf(stdout, "  calls per event         %8.2f DynamoDB  %6.2f SQS\n", res.DynamoDBCallsPerEvent, res.SQSCallsPerEvent)
+	ops := make([]string, 0, len(res.CallsByOperation))
+	for op := range res.CallsByOperation {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		fmt.Fprintf(stdout, "    %-34s %6.2f\n", op, res.CallsByOperation[op])
+	}
+	return nil
+}
+
+type bench struct {
+	names                    resources.Names
+	events, tenants, pollers int
+	hddb, ddb                *dynamodb.Client // h*: the harness's own, uncounted
+	hsqs, sqs                *sqs.Client
+	streams                  *dynamodbstreams.Client
+	queue, dlq               string
+	calls                    *callCounter
+}
+
+// raw sends events messages and times receive+delete of all of them with
+// the same number of pollers.
+func (b *bench) raw(ctx context.Context) (float64, error) {
+	for i := 0; i < b.events; i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for j := i; j < min(i+10, b.events); j++ {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
+				Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(`{"raw":true}`),
+				MessageGroupId: aws.String(fmt.Sprintf("g%d", j%b.tenants)), MessageDeduplicationId: aws.String(fmt.Sprintf("raw-%d", j)),
+			})
+		}
+		if _, err := b.hsqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(b.queue), Entries: entries}); err != nil {
+			return 0, fmt.Errorf("raw send: %w", err)
+		}
+	}
+	var got atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	var firstErr error
+	var once sync.Once
+	for range b.pollers {
+		wg.Go(func() {
+			for got.Load() < int64(b.events) && ctx.Err() == nil {
+				out, err := b.hsqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(b.queue), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				for _, m := range out.Messages {
+					if _, err := b.hsqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(b.queue), ReceiptHandle: m.ReceiptHandle}); err != nil {
+						once.Do(func() { firstErr = err })
+						return
+					}
+					got.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, fmt.Errorf("raw receive: %w", firstErr)
+	}
+	return float64(b.events) / time.Since(start).Seconds(), nil
+}
+
+// pipeline writes the event rows, then starts the relay and the worker and
+// times until every subscription completed every event.
+func (b *bench) pipeline(ctx context.Context, res *Result) error {
+	if err := b.writeEvents(ctx); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	in, err := inbox.New(inbox.Config{Client: b.ddb, Table: b.names.InboxTable()})
+	if err != nil {
+		return err
+	}
+	dl, err := deadletter.New(b.ddb, b.names.DeadLettersTable(), nil)
+	if err != nil {
+		return err
+	}
+	var relayDone atomic.Value
+	var done atomic.Int64
+	target := int64(b.events * 4)
+	finished := make(chan struct{})
+	var subs []engine.Subscription
+	for _, name := range []string{"fanout_a", "fanout_b", "fanout_c", "fanout_d"} {
+		subs = append(subs, engine.Subscription{Name: name, Pattern: benchType, Lane: engine.Durable,
+			Handler: func(context.Context, engine.Envelope) error {
+				if done.Add(1) == target {
+					close(finished)
+				}
+				return nil
+			}})
+	}
+	w, err := worker.New(worker.Config{Queue: b.sqs, QueueURL: b.queue, DLQURL: b.dlq, Inbox: in, DeadLetters: dl,
+		Subscriptions: subs, Pollers: b.pollers, WaitTime: time.Second, Logger: log})
+	if err != nil {
+		return err
+	}
+	r, err := relay.New(relay.Config{Pipe: relay.EventsPipe, Streams: b.streams, Table: b.names.EventsTable(), Tables: b.ddb,
+		Queue: b.sqs, QueueURL: b.queue, Checkpoints: b.ddb, CheckpointTable: b.names.InboxTable(),
+		PollInterval: 50 * time.Millisecond, Logger: log, Observer: &relayWatch{target: int64(b.events), at: &relayDone}})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	b.calls.reset()
+	start := time.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = r.Run(runCtx) })
+	wg.Go(func() { _ = w.Run(runCtx) })
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		stop()
+		wg.Wait()
+		return fmt.Errorf("pipeline: %d of %d handler runs before %w", done.Load(), target, ctx.Err())
+	}
+	elapsed := time.Since(start)
+	if t, ok := relayDone.Load().(time.Time); ok {
+		res.RelaySeconds = t.Sub(start).Seconds()
+	}
+	// Let the last deletes land before reading the counters.
+	for b.depth(ctx) > 0 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	snap := b.calls.snapshot()
+	stop()
+	wg.Wait()
+	res.Seconds = elapsed.Seconds()
+	res.EventsPerSec = float64(b.events) / elapsed.Seconds()
+	res.HandlerRunsPerSec = res.EventsPerSec * 4
+	res.CallsByOperation = map[string]float64{}
+	for k, n := range snap {
+		per := float64(n) / float64(b.events)
+		res.CallsByOperation[k] = per
+		switch {
+		case strings.HasPrefix(k, "SQS."):
+			res.SQSCallsPerEvent += per
+		default:
+			res.DynamoDBCallsPerEvent += per
+		}
+	}
+	return nil
+}
+
+func (b *bench) writeEvents(ctx context.Context) error {
+	var reqs []types.WriteRequest
+	flush := func() error {
+		for len(reqs) > 0 {
+			out, err := b.hddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{b.names.EventsTable(): reqs}})
+			if err != nil {
+				return fmt.Errorf("write events: %w", err)
+			}
+			reqs = out.UnprocessedItems[b.names.EventsTable()]
+		}
+		return nil
+	}
+	seq := map[string]uint64{}
+	for i := range b.events {
+		tenant := fmt.Sprintf("bench%02d", i%b.tenants)
+		seq[tenant]++
+		env := engine.Envelope{ID: ulid.Make().String(), Type: benchType, Tenant: tenant, Actor: engine.DefaultActor,
+			OccurredAt: time.Now().UTC(), Payload: map[string]any{"order_id": fmt.Sprint(i), "amount_cents": 4999.0}, Seq: seq[tenant]}
+		env.CorrelationID = env.ID
+		if err := engine.Seal(&env, engine.Genesis); err != nil {
+			return err
+		}
+		item, err := engine.EventItem(env)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		if len(reqs) == 25 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func (b *bench) depth(ctx context.Context) int {
+	out, err := b.hsqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(b.queue), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return 0
+	}
+	var n, m int
+	fmt.Sscan(out.Attributes["ApproximateNumberOfMessages"], &n)
+	fmt.Sscan(out.Attributes["ApproximateNumberOfMessagesNotVisible"], &m)
+	return n + m
+}
+
+func queueURL(ctx context.Context, c *sqs.Client, name string) (string, error) {
+	out, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("queue %s: %w", name, err)
+	}
+	return *out.QueueUrl, nil
+}
+
+// callCounter counts SDK operations by "Service.Operation".
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounter) add(k string) { c.mu.Lock(); c.n[k]++; c.mu.Unlock() }
+func (c *callCounter) reset()       { c.mu.Lock(); c.n = map[string]int{}; c.mu.Unlock() }
+func (c *callCounter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.n))
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}
+
+// countingConfig returns a copy of cfg whose clients count every operation
+// they start (retries are not counted twice).
+func countingConfig(cfg aws.Config) (aws.Config, *callCounter) {
+	c := &callCounter{n: map[string]int{}}
+	cfg = cfg.Copy()
+	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench-delivery-count",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				c.add(awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx))
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+	return cfg, c
+}
+
+// relayWatch notes when the relay has forwarded target messages.
+type relayWatch struct {
+	n, target int64
+	at        *atomic.Value
+}
+
+func (r *relayWatch) Forwarded(n int) {
+	if atomic.AddInt64(&r.n, int64(n)) >= r.target {
+		r.at.CompareAndSwap(nil, time.Now())
+	}
+}
+func (*relayWatch) Filtered(int)      {}
+func (*relayWatch) TransformFailed()  {}
+func (*relayWatch) Rejected()         {}
+func (*relayWatch) SendError()        {}
+func (*relayWatch) Lag(time.Duration) {}

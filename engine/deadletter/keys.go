@@ -1,0 +1,57 @@
+package deadletter
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine/attr"
+)
+
+// The rows of the dead_letters table (pk and sk, no TTL: a letter stays
+// until an operator deletes it), all written through Store
+// (docs/tables.md lists every table's rows).
+//
+//	tenant letter:  pk = "TENANT#<tenant>"  sk = "DL#<event_id>#<subscription>"
+//	poison pill:    pk = "POISON"           sk = "<at, RFC 3339 nano>#<message_id>"
+//	unmatched:      pk = "UNMATCHED"        sk = "<event type>"
+//
+// A letter (tenant or poison) holds error and at (S, RFC 3339 nano), and
+// when set tenant, event_id, type, subscription, message_id, group_id, body
+// (S), attempts and receive_count (N); a poison pill also poison (BOOL true);
+// MarkRedriven adds redriven_at (S). An unmatched counter holds count (N,
+// added to) and at (S, the last count).
+//
+// Written by engine/worker (Record when an inbox row goes dead, RecordPoison
+// for an undecodable message, CountUnmatched), by engine/redrive
+// (MarkRedriven) and by any producer that rejects input it cannot turn into
+// an event (Record under a subscription name of its own, or RecordPoison).
+// Read by engine/redrive (ForEvent), engine/reconcile (All, Unmatched) and
+// operator tools (Tenant, Poison, All).
+const (
+	// PoisonPK is the global partition of poison pills.
+	PoisonPK = "POISON"
+	// UnmatchedPK is the partition of the per-type counters of events that
+	// reached the durable consumer and matched no subscription: delivered
+	// to nobody, which otherwise looks like success.
+	UnmatchedPK = "UNMATCHED"
+
+	tenantPKPrefix = "TENANT#"
+	letterSKPrefix = "DL#"
+)
+
+// tenantPK is the partition of tenant's letters.
+func tenantPK(tenant string) string { return tenantPKPrefix + tenant }
+
+// eventLetters is the sort-key prefix of the letters of one event.
+func eventLetters(eventID string) string { return letterSKPrefix + eventID + "#" }
+
+// letterKey is the key of the letter of (eventID, subscription) of tenant.
+func letterKey(tenant, eventID, subscription string) map[string]types.AttributeValue {
+	return attr.Key(tenantPK(tenant), eventLetters(eventID)+subscription)
+}
+
+// poisonKey is the key of the poison pill of messageID, received at.
+func poisonKey(at time.Time, messageID string) map[string]types.AttributeValue {
+	return attr.Key(PoisonPK, at.UTC().Format(timeLayout)+"#"+messageID)
+}

@@ -1,0 +1,48 @@
+package inbox
+
+import "github.com/bowline-iot/bowline/engine/attr"
+
+// The inbox row (docs/tables.md lists every table's rows).
+//
+// Table: the inbox table (Config.Table; pk only, TTL attribute "ttl"), which
+// it shares with other packages' rows under other prefixes.
+//
+//	pk = "IDEMP#<event_id>:<subscription>"   (Key)
+//	status            S  pending | completed | dead
+//	lease_expires_at  N  unix milliseconds; removed when completed or dead
+//	attempts          N  claims so far
+//	worker, claim_token, event_id, subscription, last_error  S
+//	updated_at        S  RFC 3339 with nanoseconds
+//	released_at       S  set by ReleaseDead, removed by the next Claim
+//	ttl               N  epoch seconds: Config.TTL (default 14 days) after the
+//	                     last Claim, Complete, Release or MarkDead
+//
+// Every write is an UpdateItem conditional on the state machine in the
+// package comment. Written and read by Store, used by engine/worker (claims)
+// and engine/redrive (ReleaseDead); engine/reconcile reads status with
+// BatchGetItem to count unsettled work.
+const (
+	attrPK         = attr.PK
+	attrStatus     = AttrStatus
+	attrLease      = "lease_expires_at" // N, unix milliseconds
+	attrAttempts   = "attempts"         // N, claims so far
+	attrWorker     = "worker"
+	attrToken      = "claim_token"
+	attrLastError  = "last_error"
+	attrEventID    = "event_id"
+	attrSub        = "subscription"
+	attrUpdatedAt  = "updated_at"
+	attrReleasedAt = "released_at"
+	attrTTL        = "ttl" // N, epoch seconds
+)
+
+// AttrStatus is the attribute of an inbox row that holds its Status.
+const AttrStatus = "status"
+
+// keyPrefix starts the partition key of every inbox row.
+const keyPrefix = "IDEMP#"
+
+// Key is the inbox key of (eventID, subscription).
+func Key(eventID, subscription string) string {
+	return keyPrefix + eventID + ":" + subscription
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine/attr"
+)
+
+// The rows the engine writes (docs/tables.md lists every table's rows).
+//
+// Events table (Config.EventsTable; pk and sk, stream NEW_AND_OLD_IMAGES, no
+// TTL: the log is kept for good). Two kinds of row per tenant:
+//
+//	head row:  pk = "TENANT#<t>#HEAD",  sk = "HEAD"
+//	           tenant, last_seq (N), last_hash, updated_at (S, TimeLayout)
+//	event row: pk = "TENANT#<t>#EVENT", sk = seq as 20 zero-padded digits
+//	           id, type, tenant, correlation_id, actor, occurred_at (S, TimeLayout),
+//	           payload (M), seq (N), prev_hash, hash
+//
+// Emit writes both in one transaction: the head row is updated on the
+// condition that last_seq is still the one it read, the event row is put on
+// the condition that it is absent. Event rows are only ever inserted (IAM
+// can enforce it with a Deny on the leading key TENANT#*#EVENT); the relay
+// forwards INSERT records of rows whose pk ends in EventPKSuffix to the
+// events queue. Read by: Emit (head), VerifyChain and Verifier.Tenants,
+// engine/reconcile (event rows), the relay and the worker (the stream).
+//
+// Inbox table (Config.InboxTable; pk only, TTL attribute "ttl"). An
+// idempotent emit (Event.IdempotencyKey) adds a dedup row in the same
+// transaction, put on the condition that it is absent:
+//
+//	dedup row: pk = "EMIT#<t>#<key>"
+//	           event_id, tenant, type, created_at (S, TimeLayout),
+//	           ttl (N, epoch seconds: created_at + Config.DedupTTL, default 30 days)
+//
+// Read by Emit only, to name the first event in a DuplicateError. The inbox
+// table is shared: engine/inbox, engine/relay and callers' own writes keep
+// other rows there under other prefixes.
+const (
+	AttrPK            = attr.PK
+	AttrSK            = attr.SK
+	AttrID            = "id"
+	AttrType          = "type"
+	AttrTenant        = "tenant"
+	AttrCorrelationID = "correlation_id"
+	AttrActor         = "actor"
+	AttrOccurredAt    = "occurred_at"
+	AttrPayload       = "payload"
+	AttrSeq           = "seq"
+	AttrPrevHash      = "prev_hash"
+	AttrHash          = "hash"
+	AttrLastSeq       = "last_seq"
+	AttrLastHash      = "last_hash"
+	AttrUpdatedAt     = "updated_at"
+	AttrEventID       = "event_id"
+	AttrCreatedAt     = "created_at"
+	AttrTTL           = "ttl"
+
+	// HeadSK is the sort key of every head row.
+	HeadSK = "HEAD"
+	// EventPKSuffix ends the partition key of every event row.
+	EventPKSuffix = "#EVENT"
+	// HeadPKSuffix ends the partition key of every head row.
+	HeadPKSuffix = "#HEAD"
+)
+
+const (
+	tenantPKPrefix = "TENANT#"
+	dedupPKPrefix  = "EMIT#"
+)
+
+// HeadPK is the partition key of tenant's chain head row.
+func HeadPK(tenant string) string { return tenantPKPrefix + tenant + HeadPKSuffix }
+
+// EventPK is the partition key of tenant's event rows.
+func EventPK(tenant string) string { return tenantPKPrefix + tenant + EventPKSuffix }
+
+// SeqSK is the sort key of the event row with sequence seq.
+func SeqSK(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+
+// DedupPK is the inbox-table key of tenant's idempotency key.
+func DedupPK(tenant, key string) string { return dedupPKPrefix + tenant + "#" + key }
+
+func headKey(tenant string) map[string]types.AttributeValue {
+	return attr.Key(HeadPK(tenant), HeadSK)
+}
+
+func eventKey(tenant string, seq uint64) map[string]types.AttributeValue {
+	return attr.Key(EventPK(tenant), SeqSK(seq))
+}
+
+func dedupKey(tenant, key string) map[string]types.AttributeValue {
+	return attr.HashKey(DedupPK(tenant, key))
+}

@@ -1,0 +1,486 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// module is the module path; rules speak of paths relative to it.
+const module = "github.com/bowline-iot/bowline"
+
+// The rules, worded as in docs/README.md ("Layout").
+const (
+	ruleBridge  = "firmware-bridge/ imports nothing else of ours"
+	ruleEdge    = "edge/ imports only edge/, firmware-bridge/ and the internal/ helpers that use the standard library only"
+	ruleWire    = "edge/wire is a leaf: standard library only"
+	ruleEdgeAWS = "edge/ never links the AWS SDK"
+	ruleEngine  = "engine/ is a generic library: it imports engine/ and internal/ but internal/resources, internal/awsenv and internal/cli"
+	ruleBench   = "an engine bench imports engine/ and internal/ only"
+	ruleCloud   = "cloud/ imports cloud/, engine/, edge/wire and internal/ only; only cloud/dev adds edge/ and firmware-bridge/"
+	ruleBoth    = "only cloud/dev imports both edge/ (other than edge/wire) and cloud/"
+	ruleDeploy  = "deploy/ imports nothing of cloud/ or engine/"
+	ruleMain    = "mains live only in cloud/cmd/bowline, edge/cmd/bowline-edge and deploy/cmd/package-edge, benches under engine/bench/, cloud/bench/ and edge/bench"
+	ruleNoMain  = "internal/ holds no package main"
+	ruleRoot    = "cloud/app is the one composition root: no other cloud package builds an engine or an engine consumer, or resolves a queue URL"
+	ruleTypes   = "engine/ names no Bowline event type (they are cloud/catalog's)"
+)
+
+// mains are the directories of the thin mains.
+var mains = []string{"cloud/cmd/bowline", "edge/cmd/bowline-edge", "deploy/cmd/package-edge"}
+
+// benches are the trees whose programs are benchmarks.
+var benches = []string{"engine/bench", "cloud/bench", "edge/bench"}
+
+// engineForbidden are the internal/ packages engine/'s library may not import.
+var engineForbidden = []string{"internal/resources", "internal/awsenv", "internal/cli"}
+
+// constructors are the engine packages whose New only cloud/app may call
+// from cloud/.
+var constructors = []string{"engine", "engine/worker", "engine/relay", "engine/recordchange", "engine/redrive"}
+
+// pkg is what `go list -json` says of a package.
+type pkg struct {
+	ImportPath string
+	Name       string
+	Dir        string
+	Standard   bool
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+	Error      *struct{ Err string }
+}
+
+// rel returns p relative to the module, and whether p is ours.
+func rel(p string) (string, bool) {
+	if p == module {
+		return ".", true
+	}
+	r, ok := strings.CutPrefix(p, module+"/")
+	return r, ok
+}
+
+// short returns p relative to the module when it is ours, else p.
+func short(p string) string {
+	if r, ok := rel(p); ok {
+		return r
+	}
+	return p
+}
+
+// under reports whether the relative path r is dir or inside it.
+func under(r, dir string) bool { return r == dir || strings.HasPrefix(r, dir+"/") }
+
+func underAny(r string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return under(r, d) })
+}
+
+func isAWS(p string) bool { return strings.HasPrefix(p, "github.com/aws/") }
+
+// graph is every package of the module and everything they depend on.
+type graph map[string]*pkg
+
+// load runs `go list -deps` from the module root.
+func load(t *testing.T) (graph, string) {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	cmd := exec.Command("go", "list", "-e", "-deps",
+		"-json=ImportPath,Name,Dir,Standard,GoFiles,Imports,Deps,Error", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	g := graph{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		g[p.ImportPath] = &p
+	}
+	return g, root
+}
+
+// ours returns the module's packages, sorted by path.
+func (g graph) ours() []*pkg {
+	var ps []*pkg
+	for path, p := range g {
+		if _, ok := rel(path); ok {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *pkg) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return ps
+}
+
+// stdlibOnly reports whether p depends on the standard library only.
+func (g graph) stdlibOnly(p string) bool {
+	q, ok := g[p]
+	if !ok {
+		return false
+	}
+	for _, d := range q.Deps {
+		if dp, ok := g[d]; !ok || !dp.Standard {
+			return false
+		}
+	}
+	return true
+}
+
+// awsVia returns the AWS SDK package that importing p links, if any.
+func (g graph) awsVia(p string) (string, bool) {
+	if isAWS(p) {
+		return p, true
+	}
+	if q, ok := g[p]; ok {
+		for _, d := range q.Deps {
+			if isAWS(d) {
+				return d, true
+			}
+		}
+	}
+	return "", false
+}
+
+// importRule returns the rule that forbids from importing to (both
+// relative to the module), or "".
+func (g graph) importRule(from, to string) string {
+	switch {
+	case under(from, "firmware-bridge"):
+		if !under(to, "firmware-bridge") {
+			return ruleBridge
+		}
+	case under(from, "edge"): // edge/wire has its own, stricter check
+		if !under(to, "edge") && !under(to, "firmware-bridge") && !(under(to, "internal") && g.stdlibOnly(module+"/"+to)) {
+			return ruleEdge
+		}
+	case under(from, "engine/bench"):
+		if !under(to, "engine") && !under(to, "internal") {
+			return ruleBench
+		}
+	case under(from, "engine"):
+		if !under(to, "engine") && !(under(to, "internal") && !underAny(to, engineForbidden)) {
+			return ruleEngine
+		}
+	case under(from, "cloud"):
+		ok := under(to, "cloud") || under(to, "engine") || under(to, "edge/wire") || under(to, "internal")
+		if under(from, "cloud/dev") {
+			ok = ok || under(to, "edge") || under(to, "firmware-bridge")
+		}
+		if !ok {
+			return ruleCloud
+		}
+	case under(from, "deploy"):
+		if under(to, "cloud") || under(to, "engine") {
+			return ruleDeploy
+		}
+	}
+	return ""
+}
+
+// violations checks every import arrow and where mains are.
+func (g graph) violations() []string {
+	var v []string
+	bad := func(p, dep, rule string) { v = append(v, fmt.Sprintf("%s imports %s: %s", p, short(dep), rule)) }
+	for _, p := range g.ours() {
+		from, _ := rel(p.ImportPath)
+		var edgeDep, cloudDep string
+		for _, imp := range p.Imports {
+			if under(from, "edge/wire") {
+				if q, ok := g[imp]; !ok || !q.Standard {
+					bad(from, imp, ruleWire)
+				}
+				continue
+			}
+			if under(from, "edge") {
+				if aws, ok := g.awsVia(imp); ok {
+					if aws == imp {
+						bad(from, imp, ruleEdgeAWS)
+					} else {
+						bad(from, imp, ruleEdgeAWS+" (it links "+aws+")")
+					}
+				}
+			}
+			to, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if rule := g.importRule(from, to); rule != "" {
+				bad(from, to, rule)
+			}
+			switch {
+			case under(to, "edge") && !under(to, "edge/wire") && edgeDep == "":
+				edgeDep = to
+			case under(to, "cloud") && cloudDep == "":
+				cloudDep = to
+			}
+		}
+		if edgeDep != "" && cloudDep != "" && !under(from, "cloud/dev") {
+			bad(from, edgeDep, ruleBoth+" (it also imports "+cloudDep+")")
+		}
+		if p.Name == "main" && !slices.Contains(mains, from) && !underAny(from, benches) {
+			rule := ruleMain
+			if under(from, "internal") {
+				rule = ruleNoMain
+			}
+			v = append(v, fmt.Sprintf("%s is package main: %s", from, rule))
+		}
+	}
+	return v
+}
+
+// parsed is one non-test Go file of a package with its imports by local
+// name.
+type parsed struct {
+	name    string // relative to the module root
+	file    *ast.File
+	imports map[string]string // local name -> path relative to the module
+}
+
+// parse parses p's non-test files.
+func parse(t *testing.T, fset *token.FileSet, root string, p *pkg) []parsed {
+	t.Helper()
+	var out []parsed
+	for _, name := range p.GoFiles {
+		path := filepath.Join(p.Dir, name)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Errorf("parse %s: %v", path, err)
+			continue
+		}
+		r, _ := filepath.Rel(root, path)
+		pf := parsed{name: filepath.ToSlash(r), file: f, imports: map[string]string{}}
+		for _, is := range f.Imports {
+			ip, _ := strconv.Unquote(is.Path.Value)
+			to, ok := rel(ip)
+			if !ok {
+				continue
+			}
+			local := ip[strings.LastIndex(ip, "/")+1:]
+			if is.Name != nil {
+				local = is.Name.Name
+			}
+			pf.imports[local] = to
+		}
+		out = append(out, pf)
+	}
+	return out
+}
+
+// rootViolations finds, in cloud/ outside cloud/app, calls that build an
+// engine or one of its consumers, or resolve a queue URL.
+func rootViolations(t *testing.T, g graph, root string) []string {
+	var v []string
+	fset := token.NewFileSet()
+	for _, p := range g.ours() {
+		from, _ := rel(p.ImportPath)
+		if !under(from, "cloud") || under(from, "cloud/app") {
+			continue
+		}
+		for _, f := range parse(t, fset, root, p) {
+			ast.Inspect(f.file, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				line := fset.Position(call.Pos()).Line
+				x, _ := sel.X.(*ast.Ident)
+				switch {
+				case sel.Sel.Name == "GetQueueUrl":
+					v = append(v, fmt.Sprintf("%s calls GetQueueUrl (%s:%d): %s", from, f.name, line, ruleRoot))
+				case sel.Sel.Name == "New" && x != nil && slices.Contains(constructors, f.imports[x.Name]):
+					v = append(v, fmt.Sprintf("%s imports %s and calls %s.New (%s:%d): %s", from, f.imports[x.Name], x.Name, f.name, line, ruleRoot))
+				}
+				return true
+			})
+		}
+	}
+	return v
+}
+
+// bowlineTypes returns the event types cloud/catalog declares as Type*
+// constants: string literals, or constants of another package of ours
+// (edge/wire defines the device types).
+func bowlineTypes(t *testing.T, g graph, root string) map[string]bool {
+	t.Helper()
+	p, ok := g[module+"/cloud/catalog"]
+	if !ok {
+		t.Fatalf("no package cloud/catalog: where do Bowline's event types live now? Update this test")
+	}
+	fset := token.NewFileSet()
+	types := map[string]bool{}
+	for _, f := range parse(t, fset, root, p) {
+		for name, v := range constants(f.file) {
+			if !strings.HasPrefix(name, "Type") {
+				continue
+			}
+			switch v := v.(type) {
+			case *ast.BasicLit:
+				if typ, err := strconv.Unquote(v.Value); err == nil {
+					types[typ] = true
+				}
+			case *ast.SelectorExpr:
+				x, _ := v.X.(*ast.Ident)
+				if x == nil || g[module+"/"+f.imports[x.Name]] == nil {
+					t.Errorf("catalog constant %s = %s.%s: not a constant of a package of ours", name, x, v.Sel.Name)
+					continue
+				}
+				found := false
+				for _, of := range parse(t, fset, root, g[module+"/"+f.imports[x.Name]]) {
+					if lit, ok := constants(of.file)[v.Sel.Name].(*ast.BasicLit); ok {
+						if typ, err := strconv.Unquote(lit.Value); err == nil {
+							types[typ], found = true, true
+						}
+					}
+				}
+				if !found {
+					t.Errorf("catalog constant %s = %s.%s: no string constant there", name, x.Name, v.Sel.Name)
+				}
+			}
+		}
+	}
+	if len(types) == 0 {
+		t.Fatalf("found no Type* string constants in cloud/catalog; update this test")
+	}
+	return types
+}
+
+// constants returns the value expression of every constant f declares
+// with one.
+func constants(f *ast.File) map[string]ast.Expr {
+	out := map[string]ast.Expr{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					out[n.Name] = vs.Values[i]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// typeViolations finds Bowline event types spelled out in engine/'s
+// library code (comments do not count).
+func typeViolations(t *testing.T, g graph, root string) []string {
+	types := bowlineTypes(t, g, root)
+	var v []string
+	fset := token.NewFileSet()
+	for _, p := range g.ours() {
+		from, _ := rel(p.ImportPath)
+		if !under(from, "engine") {
+			continue
+		}
+		for _, f := range parse(t, fset, root, p) {
+			ast.Inspect(f.file, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				if s, err := strconv.Unquote(lit.Value); err == nil && types[s] {
+					v = append(v, fmt.Sprintf("%s names %q (%s:%d): %s", from, s, f.name, fset.Position(lit.Pos()).Line, ruleTypes))
+				}
+				return true
+			})
+		}
+	}
+	return v
+}
+
+// TestLayout checks the rules of docs/README.md ("Layout") on every
+// package the module builds (tests are not checked: they may reach the
+// local stack from anywhere).
+func TestLayout(t *testing.T) {
+	g, root := load(t)
+	if len(g.ours()) == 0 {
+		t.Fatal("go list found no package of the module")
+	}
+	for _, p := range g.ours() {
+		if p.Error != nil {
+			t.Errorf("go list %s: %s (its imports may be incomplete)", p.ImportPath, p.Error.Err)
+		}
+	}
+	var v []string
+	v = append(v, g.violations()...)
+	v = append(v, rootViolations(t, g, root)...)
+	v = append(v, typeViolations(t, g, root)...)
+	for _, s := range v {
+		t.Error(s)
+	}
+}
+
+// TestRules runs the arrow rules on a made-up graph, so a rule that stops
+// matching anything is noticed even while the repository obeys it.
+func TestRules(t *testing.T) {
+	m := func(r string) string { return module + "/" + r }
+	g := graph{
+		"fmt":                          {ImportPath: "fmt", Standard: true},
+		"github.com/aws/aws-sdk-go-v2": {ImportPath: "github.com/aws/aws-sdk-go-v2"},
+		m("internal/backoff"):          {ImportPath: m("internal/backoff"), Name: "backoff", Imports: []string{"fmt"}, Deps: []string{"fmt"}},
+		m("internal/awsenv"):           {ImportPath: m("internal/awsenv"), Name: "awsenv", Imports: []string{"github.com/aws/aws-sdk-go-v2"}, Deps: []string{"github.com/aws/aws-sdk-go-v2"}},
+		m("internal/tool"):             {ImportPath: m("internal/tool"), Name: "main"},
+		m("firmware-bridge/frame"):     {ImportPath: m("firmware-bridge/frame"), Name: "frame", Imports: []string{m("internal/backoff")}},
+		m("edge/wire"):                 {ImportPath: m("edge/wire"), Name: "wire", Imports: []string{"fmt", m("internal/backoff")}},
+		m("edge/forward"):              {ImportPath: m("edge/forward"), Name: "forward", Imports: []string{m("edge/wire"), m("internal/backoff"), m("internal/awsenv")}},
+		m("engine"):                    {ImportPath: m("engine"), Name: "engine", Imports: []string{m("internal/backoff"), m("internal/awsenv")}},
+		m("engine/bench/emit"):         {ImportPath: m("engine/bench/emit"), Name: "main", Imports: []string{m("engine"), m("internal/awsenv"), m("edge/wire")}},
+		m("cloud/ingest"):              {ImportPath: m("cloud/ingest"), Name: "ingest", Imports: []string{m("engine"), m("edge/wire"), m("edge/forward")}},
+		m("cloud/dev"):                 {ImportPath: m("cloud/dev"), Name: "dev", Imports: []string{m("cloud/ingest"), m("edge/forward"), m("firmware-bridge/frame")}},
+		m("deploy/cfn"):                {ImportPath: m("deploy/cfn"), Name: "cfn", Imports: []string{m("edge/wire"), m("engine")}},
+		m("deploy/tool"):               {ImportPath: m("deploy/tool"), Name: "main", Imports: []string{m("edge/forward"), m("cloud/ingest")}},
+	}
+	want := []string{
+		"firmware-bridge/frame imports internal/backoff: " + ruleBridge,
+		"edge/wire imports internal/backoff: " + ruleWire,
+		"edge/forward imports github.com/aws/aws-sdk-go-v2: " + ruleEdgeAWS,
+		"edge/forward imports internal/awsenv: " + ruleEdgeAWS + " (it links github.com/aws/aws-sdk-go-v2)",
+		"edge/forward imports internal/awsenv: " + ruleEdge,
+		"engine imports internal/awsenv: " + ruleEngine,
+		"engine/bench/emit imports edge/wire: " + ruleBench,
+		"cloud/ingest imports edge/forward: " + ruleCloud,
+		"deploy/cfn imports engine: " + ruleDeploy,
+		"deploy/tool imports cloud/ingest: " + ruleDeploy,
+		"deploy/tool imports edge/forward: " + ruleBoth + " (it also imports cloud/ingest)",
+		"deploy/tool is package main: " + ruleMain,
+		"internal/tool is package main: " + ruleNoMain,
+	}
+	// edge/forward's direct AWS import is a made-up arrow for the test.
+	g[m("edge/forward")].Imports = append(g[m("edge/forward")].Imports, "github.com/aws/aws-sdk-go-v2")
+	got := g.violations()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("violations of the made-up graph:\n got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,43 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// Polling intervals of WaitFor: the first retry is quick, later ones back
+// off so a condition that queries an emulator does not hammer it.
+const (
+	firstPoll = time.Millisecond
+	maxPoll   = 100 * time.Millisecond
+)
+
+// WaitFor calls cond until it returns true. It fails the test, naming what
+// it waited for, if timeout passes or the test's context ends first.
+// timeout guards against a hang; it is not a performance bound, so make it
+// generous.
+//
+// cond runs on the calling goroutine: at once, then at intervals growing
+// from 1 ms to 100 ms. Call WaitFor from the test's goroutine (it may call
+// t.Fatalf), and not from a t.Cleanup function, when t.Context() has
+// already ended.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	poll := time.NewTimer(firstPoll)
+	defer poll.Stop()
+	for next := firstPoll; !cond(); next = min(2*next, maxPoll) {
+		poll.Reset(next)
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			}
+			t.Fatalf("test ended while waiting for %s: %v", what, ctx.Err())
+		case <-poll.C:
+		}
+	}
+}
