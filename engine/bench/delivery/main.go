@@ -73,7 +73,6 @@ type Result struct {
 	RelaySeconds float64 `json:"relay_seconds"`
 }
 
-
 // benchType is the one event type the benchmark sends; four subscriptions
 // fan out on it, the shape of a paid order's fan-out in a real catalog.
 const benchType = "bench.fanout"
