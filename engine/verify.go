@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,7 +55,23 @@ type ChainReport struct {
 	// Reason and Detail say what is wrong at FirstBadSeq.
 	Reason Reason `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Verified is the last position that checked out: where the next
+	// VerifyFrom can start.
+	Verified ChainPoint `json:"verified"`
+	// Partial is true when VerifyFrom stopped at its row limit before the
+	// end of the log; the head was then not compared.
+	Partial bool `json:"partial,omitempty"`
 }
+
+// ChainPoint is a position in a tenant's chain: the sequence and hash of
+// an event row (0 and Genesis before the first event).
+type ChainPoint struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// GenesisPoint is the position before a tenant's first event.
+var GenesisPoint = ChainPoint{Seq: 0, Hash: Genesis}
 
 // Verifier verifies hash chains in an events table. It is safe for
 // concurrent use.
@@ -78,12 +95,31 @@ func (e *Engine) VerifyChain(ctx context.Context, tenant string) (ChainReport, e
 	return NewVerifier(e.cfg.Client, e.cfg.EventsTable, 0).VerifyChain(ctx, tenant)
 }
 
-// VerifyChain streams tenant's log in pages (strongly consistent queries),
-// recomputes every hash and compares the result with the head row. A
-// broken chain is a report with Intact false, not an error; errors are
-// for failed reads.
+// VerifyChain streams tenant's whole log in pages (strongly consistent
+// queries), recomputes every hash and compares the result with the head
+// row. A broken chain is a report with Intact false, not an error; errors
+// are for failed reads.
 func (v *Verifier) VerifyChain(ctx context.Context, tenant string) (ChainReport, error) {
-	rep := ChainReport{Tenant: tenant, Intact: true}
+	return v.VerifyFrom(ctx, tenant, GenesisPoint, 0)
+}
+
+// VerifyFrom verifies tenant's chain after from, a position an earlier
+// verification returned (ChainReport.Verified): it checks that the row at
+// from.Seq still carries from.Hash and still hashes to it, then every later
+// row as VerifyChain does, reading at most limit of them (0: no limit).
+// When it reaches the end of the log it compares the head row; when it
+// stops at the limit the report is Partial and Verified says where to go
+// on. Rows up to from.Seq are trusted, not re-read: a full check is
+// VerifyChain.
+//
+// Rows emitted while it reads are not a break: a log longer than the head
+// read first is compared with the head read again.
+func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoint, limit int) (ChainReport, error) {
+	rep := ChainReport{Tenant: tenant, Intact: true, Verified: from}
+	if from.Hash == "" {
+		from.Hash = Genesis
+		rep.Verified.Hash = Genesis
+	}
 	head, err := readHead(ctx, v.client, v.table, tenant)
 	if err != nil {
 		return rep, err
@@ -93,27 +129,66 @@ func (v *Verifier) VerifyChain(ctx context.Context, tenant string) (ChainReport,
 		rep.Intact, rep.FirstBadSeq, rep.Reason, rep.Detail = false, seq, r, fmt.Sprintf(format, args...)
 	}
 	var (
-		last     uint64
-		prevHash = Genesis
+		last     = from.Seq
+		prevHash = from.Hash
 		start    map[string]types.AttributeValue
+		// anchor: the row at from.Seq is read first and only compared.
+		anchor = from.Seq > 0
+		cond   = "pk = :pk"
+		vals   = map[string]types.AttributeValue{":pk": attr.S(EventPK(tenant))}
 	)
-	for rep.Intact {
+	if anchor {
+		cond += " AND sk >= :from"
+		vals[":from"] = attr.S(SeqSK(from.Seq))
+	}
+	for rep.Intact && !rep.Partial {
+		page := v.pageSize
+		if limit > 0 {
+			want := limit - rep.Events
+			if anchor {
+				want++
+			}
+			page = int32(min(int(page), want+1)) // +1: see whether the log goes on
+		}
 		out, err := v.client.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(v.table),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(EventPK(tenant))},
+			KeyConditionExpression:    aws.String(cond),
+			ExpressionAttributeValues: vals,
 			ConsistentRead:            aws.Bool(true),
 			ExclusiveStartKey:         start,
-			Limit:                     aws.Int32(v.pageSize),
+			Limit:                     aws.Int32(page),
 		})
 		if err != nil {
 			return rep, fmt.Errorf("verify chain of tenant %q: query %s after seq %d: %w", tenant, v.table, last, err)
 		}
 		for _, item := range out.Items {
-			rep.Events++
-			expected := last + 1
 			sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
 			env, err := DecodeItem(item)
+			if anchor {
+				anchor = false
+				switch {
+				case err != nil:
+					bad(from.Seq, ReasonMalformed, "checkpoint row %v: %v", sk, err)
+				case env.Seq != from.Seq || sk == nil || sk.Value != SeqSK(from.Seq):
+					bad(from.Seq, ReasonGap, "checkpoint seq %d missing: next row is seq %d", from.Seq, env.Seq)
+				case env.Hash != from.Hash:
+					bad(from.Seq, ReasonHashMismatch, "stored hash %.12s…; verified as %.12s…", env.Hash, from.Hash)
+				default:
+					if h, herr := ChainHash(env.PrevHash, env); herr != nil || h != env.Hash {
+						bad(from.Seq, ReasonHashMismatch, "checkpoint row no longer hashes to its stored hash")
+					}
+				}
+				if !rep.Intact {
+					break
+				}
+				continue
+			}
+			if limit > 0 && rep.Events == limit {
+				rep.Partial = true
+				break
+			}
+			rep.Events++
+			expected := last + 1
 			if err != nil {
 				bad(expected, ReasonMalformed, "row %v: %v", sk, err)
 				break
@@ -143,14 +218,28 @@ func (v *Verifier) VerifyChain(ctx context.Context, tenant string) (ChainReport,
 				break
 			}
 			last, prevHash = env.Seq, env.Hash
+			rep.Verified = ChainPoint{Seq: last, Hash: prevHash}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			break
 		}
 		start = out.LastEvaluatedKey
 	}
-	if !rep.Intact {
+	if anchor && rep.Intact {
+		bad(from.Seq, ReasonGap, "checkpoint seq %d is no longer in the log", from.Seq)
+	}
+	if !rep.Intact || rep.Partial {
 		return rep, nil
+	}
+	if head.Seq < last {
+		// Events committed after the head was read; read it again.
+		if head, err = readHead(ctx, v.client, v.table, tenant); err != nil {
+			return rep, err
+		}
+		rep.HeadSeq = head.Seq
+		if head.Seq > last {
+			return rep, nil // and more since: nothing to compare the head with
+		}
 	}
 	switch {
 	case !head.Found && last > 0:
@@ -194,4 +283,57 @@ func (v *Verifier) Tenants(ctx context.Context) ([]string, error) {
 		}
 		start = page.LastEvaluatedKey
 	}
+}
+
+// TenantsFrom is one bounded stretch of the scan Tenants makes: it reads
+// at most maxItems items of the events table (head and event rows alike:
+// a Scan pays for every item it reads, whatever it returns) after cursor,
+// and returns the tenants of the head rows among them and the cursor to
+// go on from. The cursor is "" at the start and when the scan has reached
+// the end of the table; it is opaque otherwise.
+func (v *Verifier) TenantsFrom(ctx context.Context, cursor string, maxItems int) ([]string, string, error) {
+	if maxItems <= 0 {
+		return nil, "", fmt.Errorf("list tenants: maxItems %d must be positive", maxItems)
+	}
+	var start map[string]types.AttributeValue
+	if cursor != "" {
+		var k struct{ PK, SK string }
+		if err := json.Unmarshal([]byte(cursor), &k); err != nil || k.PK == "" {
+			return nil, "", fmt.Errorf("list tenants: bad cursor %q", cursor)
+		}
+		start = attr.Key(k.PK, k.SK)
+	}
+	var out []string
+	for read := 0; read < maxItems; {
+		page, err := v.client.Scan(ctx, &dynamodb.ScanInput{
+			TableName:                 aws.String(v.table),
+			FilterExpression:          aws.String("sk = :head"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":head": attr.S(HeadSK)},
+			ProjectionExpression:      aws.String("#tenant"),
+			ExpressionAttributeNames:  map[string]string{"#tenant": AttrTenant},
+			ExclusiveStartKey:         start,
+			Limit:                     aws.Int32(int32(min(maxItems-read, 1000))),
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("list tenants: scan %s: %w", v.table, err)
+		}
+		read += int(page.ScannedCount)
+		for _, item := range page.Items {
+			if t := attr.GetS(item, AttrTenant); t != "" {
+				out = append(out, t)
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, "", nil
+		}
+		start = page.LastEvaluatedKey
+		if page.ScannedCount == 0 {
+			break
+		}
+	}
+	next, err := json.Marshal(struct{ PK, SK string }{attr.GetS(start, AttrPK), attr.GetS(start, AttrSK)})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, string(next), nil
 }

@@ -74,10 +74,16 @@ func TestErrorClasses(t *testing.T) {
 		{http.StatusInternalServerError, true},
 		{http.StatusBadGateway, true},
 		{http.StatusServiceUnavailable, true},
+		// The provider timed out waiting for the request: send it again.
+		{http.StatusRequestTimeout, true},
+		// The same Idempotency-Key is still in progress: the first call may
+		// yet succeed, so retry later rather than dead-letter.
+		{http.StatusConflict, true},
+		{http.StatusTooEarly, true},
 		{http.StatusBadRequest, false},
 		{http.StatusUnauthorized, false},
 		{http.StatusNotFound, false},
-		{http.StatusConflict, false},
+		// The same key with a different body.
 		{http.StatusUnprocessableEntity, false},
 	} {
 		set := fakes.NewSet()

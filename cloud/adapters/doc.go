@@ -11,8 +11,9 @@
 // effect twice, and a provider that honours the header does it once.
 //
 // Errors are classified for the worker: a timeout, a connection failure,
-// 429 and 5xx are retryable (the queue redelivers); any other 4xx is
-// terminal (retrying cannot fix the request). IsRetryable reports which.
+// 408, 409 (the same Idempotency-Key still in progress), 425, 429 and 5xx
+// are retryable (the queue redelivers); any other 4xx is terminal
+// (retrying cannot fix the request). IsRetryable reports which.
 //
 // Base URLs come from BOWLINE_SHOPIFY_URL, BOWLINE_SHIPPING_URL and
 // BOWLINE_NOTIFY_URL (ConfigFromEnv); `bowline dev` points them at the fakes

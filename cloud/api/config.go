@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -67,6 +68,10 @@ type Config struct {
 	Tolerance time.Duration
 	// Reconciler answers /v1/ops/reconcile; nil answers 501.
 	Reconciler Reconciler
+	// Console serves /console/ (cloud/console, built by cloud/app with
+	// the ops token); nil means the console is disabled and refuses
+	// every request with 403.
+	Console http.Handler
 	// Registerer and Gatherer hold and serve the metrics; default a fresh
 	// registry for both (so two APIs in one test binary do not collide).
 	Registerer prometheus.Registerer

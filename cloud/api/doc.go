@@ -6,6 +6,7 @@
 //	GET  /v1/ops/reconcile       operator token; chains, dead letters, DLQ depth
 //	GET  /healthz                liveness
 //	GET  /metrics                Prometheus text
+//	/console/                    the web console (cloud/console): ops token login; 403 without one
 //
 // Every state change goes through the engine: the business row (the order,
 // the paid mark, the idempotency and payment dedup rows) and its event commit

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bowline-iot/bowline/cloud/console"
 )
 
 // API is the HTTP API. Build it with New; it is an http.Handler.
@@ -36,6 +38,12 @@ func New(cfg Config) (*API, error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	a.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	con := cfg.Console
+	if con == nil {
+		con = console.Disabled("this API has no console: set " + OpsTokenEnv + " to enable it (operators log in with that token).")
+	}
+	a.mux.Handle(console.Prefix, con)
+	a.mux.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
 	return a, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/internal/awscalls"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -34,6 +35,15 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Part names what this process runs (the `bowline` command: api,
+	// worker, ingest, ...). With call recording on, the calls of the App's
+	// own clients and of its engine are recorded under it; Part hands out
+	// views labelled for the other parts. Default PartEngine: a process
+	// that runs several parts on one engine (`bowline dev`).
+	Part string
+	// Calls records every AWS call (docs/iam.md). Default: the recorder
+	// awscalls.Env (BOWLINE_RECORD_CALLS) names, none when it is unset.
+	Calls *awscalls.Recorder
 }
 
 // Validate fills defaults and reports the first missing field.
@@ -49,6 +59,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Part == "" {
+		c.Part = PartEngine
+	}
+	if c.Calls == nil {
+		rec, err := awscalls.FromEnv()
+		if err != nil {
+			return fmt.Errorf("app: %w", err)
+		}
+		c.Calls = rec
 	}
 	return nil
 }
@@ -81,8 +101,17 @@ type App struct {
 	Inbox       *inbox.Store
 	DeadLetters *deadletter.Store
 
-	mu   sync.Mutex
-	urls map[string]string
+	part   string             // the label of this App's calls
+	calls  *awscalls.Recorder // nil: not recording
+	root   *App               // the App Open returned; nil for it
+	shared *shared            // queue URLs and part views, one set per Open
+}
+
+// shared is what an App and its part views have in common.
+type shared struct {
+	mu    sync.Mutex
+	urls  map[string]string
+	views map[string]*App
 }
 
 // Open builds the clients, the engine and the stores. It makes no AWS call:
@@ -93,13 +122,11 @@ func Open(cfg Config) (*App, error) {
 	}
 	a := &App{
 		Names: cfg.Names, AWS: cfg.AWS, Registry: cfg.Registry, Logger: cfg.Logger,
-		DynamoDB: dynamodb.NewFromConfig(cfg.AWS, awsenv.DynamoDBOptions),
-		SQS:      sqs.NewFromConfig(cfg.AWS),
-		Kinesis:  kinesis.NewFromConfig(cfg.AWS),
-		Streams:  dynamodbstreams.NewFromConfig(cfg.AWS),
-		Catalog:  catalog.Bowline(),
-		urls:     map[string]string{},
+		Catalog: catalog.Bowline(),
+		part:    cfg.Part, calls: cfg.Calls,
+		shared: &shared{urls: map[string]string{}, views: map[string]*App{}},
 	}
+	a.connect()
 	metrics, err := engine.NewMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("app: engine metrics: %w", err)
@@ -111,21 +138,38 @@ func Open(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: engine: %w", err)
 	}
-	if a.Inbox, err = inbox.New(inbox.Config{Client: a.DynamoDB, Table: cfg.Names.InboxTable()}); err != nil {
-		a.Engine.Close()
-		return nil, fmt.Errorf("app: %w", err)
-	}
-	if a.DeadLetters, err = deadletter.New(a.DynamoDB, cfg.Names.DeadLettersTable(), nil); err != nil {
+	if err := a.stores(); err != nil {
 		a.Engine.Close()
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	return a, nil
 }
 
-// FromEnv opens the App the mains use: the stack named by BOWLINE_STACK and
-// the AWS SDK's own configuration chain (awsenv.Load). A bad BOWLINE_STACK
-// is reported as such, so callers can treat it as bad usage.
-func FromEnv(ctx context.Context, log *slog.Logger, reg *prometheus.Registry) (*App, error) {
+// connect builds the App's clients, recording their calls under a.part
+// when recording is on.
+func (a *App) connect() {
+	cfg := a.calls.Config(a.AWS, awscalls.Label{Part: a.part, Stack: a.Names.Stack})
+	a.DynamoDB = dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
+	a.SQS = sqs.NewFromConfig(cfg)
+	a.Kinesis = kinesis.NewFromConfig(cfg)
+	a.Streams = dynamodbstreams.NewFromConfig(cfg)
+}
+
+// stores builds the inbox and dead-letter stores on a.DynamoDB.
+func (a *App) stores() error {
+	var err error
+	if a.Inbox, err = inbox.New(inbox.Config{Client: a.DynamoDB, Table: a.Names.InboxTable()}); err != nil {
+		return err
+	}
+	a.DeadLetters, err = deadletter.New(a.DynamoDB, a.Names.DeadLettersTable(), nil)
+	return err
+}
+
+// FromEnv opens the App the mains use for part (the command they run, see
+// Config.Part): the stack named by BOWLINE_STACK and the AWS SDK's own
+// configuration chain (awsenv.Load). A bad BOWLINE_STACK is reported as
+// such, so callers can treat it as bad usage.
+func FromEnv(ctx context.Context, part string, log *slog.Logger, reg *prometheus.Registry) (*App, error) {
 	names, err := resources.FromEnv()
 	if err != nil {
 		return nil, &ConfigError{Err: err}
@@ -134,7 +178,7 @@ func FromEnv(ctx context.Context, log *slog.Logger, reg *prometheus.Registry) (*
 	if err != nil {
 		return nil, err
 	}
-	return Open(Config{AWS: cfg, Names: names, Registry: reg, Logger: log})
+	return Open(Config{AWS: cfg, Names: names, Registry: reg, Logger: log, Part: part})
 }
 
 // ConfigError is a configuration mistake in the environment (not an AWS
@@ -144,8 +188,8 @@ type ConfigError struct{ Err error }
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Close flushes and stops the engine. Call it once, after every part that
-// emits has stopped.
+// Close flushes and stops the engine. Call it once, on the App Open
+// returned (not on a part view), after every part that emits has stopped.
 func (a *App) Close() error {
 	a.Engine.Close()
 	return nil
@@ -153,20 +197,23 @@ func (a *App) Close() error {
 
 // QueueURL resolves a queue's URL by name once per App.
 func (a *App) QueueURL(ctx context.Context, name string) (string, error) {
-	a.mu.Lock()
-	u, ok := a.urls[name]
-	a.mu.Unlock()
+	in := &sqs.GetQueueUrlInput{QueueName: aws.String(name)}
+	a.shared.mu.Lock()
+	u, ok := a.shared.urls[name]
+	a.shared.mu.Unlock()
 	if ok {
+		// Run alone, this part would have asked SQS itself.
+		a.calls.Cached(awscalls.Label{Part: a.part, Stack: a.Names.Stack}, sqs.ServiceID, "GetQueueUrl", in, a.AWS.Region)
 		return u, nil
 	}
-	out, err := a.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	out, err := a.SQS.GetQueueUrl(ctx, in)
 	if err != nil {
 		return "", fmt.Errorf("queue %s: %w", name, err)
 	}
 	u = aws.ToString(out.QueueUrl)
-	a.mu.Lock()
-	a.urls[name] = u
-	a.mu.Unlock()
+	a.shared.mu.Lock()
+	a.shared.urls[name] = u
+	a.shared.mu.Unlock()
 	return u, nil
 }
 

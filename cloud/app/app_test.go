@@ -13,8 +13,6 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/app"
-	"github.com/bowline-iot/bowline/cloud/catalog"
-	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/relay"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
@@ -66,7 +64,7 @@ func TestPartsShareOneEngineAndResolveQueuesOnce(t *testing.T) {
 		t.Errorf("Open made %d GetQueueUrl calls; want 0 (resolved on first use)", got)
 	}
 	ctx := t.Context()
-	bound, err := app.Bind(nil, nil, nil)
+	bound, err := bindForTest(t, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,28 +89,6 @@ func TestPartsShareOneEngineAndResolveQueuesOnce(t *testing.T) {
 	}
 	if _, err := a.Relay(ctx, relay.PipeSpec{Name: "nope"}, nil); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("Relay(unknown pipe) = %v; want an error naming it", err)
-	}
-}
-
-// Bind gives every DURABLE and BEST_EFFORT subscription a handler, wraps
-// each once, and leaves INLINE/LOCAL ones alone.
-func TestBindCoversEveryConsumerSubscription(t *testing.T) {
-	wrapped := map[string]int{}
-	bound, err := app.Bind(nil, nil, func(sub string, h engine.Handler) engine.Handler {
-		wrapped[sub]++
-		return h
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range bound.Subscriptions {
-		consumer := s.Lane == engine.Durable || s.Lane == engine.BestEffort
-		if consumer && (s.Handler == nil || wrapped[s.Name] != 1) {
-			t.Errorf("subscription %s: handler %v, wrapped %d times; want a handler wrapped once", s.Name, s.Handler != nil, wrapped[s.Name])
-		}
-	}
-	if _, ok := wrapped[catalog.SubRecordIntake]; !ok {
-		t.Errorf("Bind did not bind %s", catalog.SubRecordIntake)
 	}
 }
 

@@ -3,7 +3,8 @@
 // (resolved once, on first use), ONE *engine.Engine with the Bowline
 // catalog and its metrics, and the stores the engine's consumers share.
 // Every process part is handed out from there: Worker, Relay, Redriver,
-// RecordChanges, API, Subscribers and Ingest. Bind is the one place
+// RecordChanges, API (and APIWithConsole, with the web console Console
+// builds), Subscribers and Ingest. Bind is the one place
 // handlers are bound to subscriptions, and Group supervises what runs.
 //
 // `bowline` (cloud/cmd/bowline) and `bowline dev` (cloud/dev) build on this

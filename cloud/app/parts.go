@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/bowline-iot/bowline/cloud/adapters"
 	"github.com/bowline-iot/bowline/cloud/api"
@@ -23,15 +24,31 @@ import (
 // and dead_letters. bound is the catalog with handlers (Bind). tune, when
 // not nil, adjusts the config (pollers, lease, logger, observer) before it
 // is validated.
+//
+// MaxReceiveCount is the queue's own: the maxReceiveCount of events.fifo's
+// RedrivePolicy (GetQueueAttributes), so the worker's "last receive"
+// matches the receive on which SQS would move the message. When the queue
+// has no redrive policy (a hand-made queue), it falls back to
+// resources.EventsMaxReceiveCount, what provisioning and the CloudFormation
+// template set, and logs a warning.
 func (a *App) Worker(ctx context.Context, bound engine.Catalog, tune func(*worker.Config)) (*worker.Worker, error) {
+	a = a.Part(PartWorker)
 	queue, dlq, err := a.eventQueues(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	maxReceive, ok, err := worker.QueueMaxReceiveCount(ctx, a.SQS, queue)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if !ok {
+		maxReceive = resources.EventsMaxReceiveCount
+		a.Logger.Warn("events queue has no redrive policy; assuming its maxReceiveCount", "queue", queue, "max_receive_count", maxReceive)
+	}
 	c := worker.Config{
 		Queue: a.SQS, QueueURL: queue, DLQURL: dlq, Inbox: a.Inbox, DeadLetters: a.DeadLetters,
 		Subscriptions: bound.Subscriptions, Declared: bound.Declared,
-		MaxReceiveCount: resources.EventsMaxReceiveCount, Logger: a.Logger,
+		MaxReceiveCount: maxReceive, Logger: a.Logger,
 	}
 	if tune != nil {
 		tune(&c)
@@ -52,13 +69,16 @@ func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.C
 	default:
 		return nil, fmt.Errorf("relay for stack %s: unknown pipe %q (want %s or %s)", a.Names.Stack, spec.Name, relay.EventsPipe.Name, relay.RecordChangesPipe.Name)
 	}
-	url, err := a.QueueURL(ctx, queue)
+	// What the Pipe does in AWS (read the stream, send to the queue) is
+	// recorded apart from what only this stand-in does.
+	local, pipe := a.Part(PartRelay), a.Part(PartPipe(spec.Name))
+	url, err := local.QueueURL(ctx, queue)
 	if err != nil {
 		return nil, fmt.Errorf("relay %s: %w", spec.Name, err)
 	}
 	c := relay.Config{
-		Pipe: spec, Streams: a.Streams, Table: table, Tables: a.DynamoDB,
-		Queue: a.SQS, QueueURL: url, Checkpoints: a.DynamoDB, CheckpointTable: a.Names.InboxTable(),
+		Pipe: spec, Streams: pipe.Streams, Table: table, Tables: local.DynamoDB,
+		Queue: pipe.SQS, QueueURL: url, Checkpoints: local.DynamoDB, CheckpointTable: a.Names.InboxTable(),
 		Logger: a.Logger,
 	}
 	if tune != nil {
@@ -70,6 +90,11 @@ func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.C
 // Redriver builds the operator's redrive from the events DLQ back to
 // events.fifo.
 func (a *App) Redriver(ctx context.Context, tune func(*redrive.Config)) (*redrive.Redriver, error) {
+	return a.Part(PartRedrive).redriver(ctx, tune)
+}
+
+// redriver is Redriver for the part a is.
+func (a *App) redriver(ctx context.Context, tune func(*redrive.Config)) (*redrive.Redriver, error) {
 	queue, dlq, err := a.eventQueues(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("redrive: %w", err)
@@ -83,6 +108,7 @@ func (a *App) Redriver(ctx context.Context, tune func(*redrive.Config)) (*redriv
 
 // RecordChanges builds the BEST_EFFORT consumer of the record-changes queue.
 func (a *App) RecordChanges(ctx context.Context, bound engine.Catalog, tune func(*recordchange.Config)) (*recordchange.Consumer, error) {
+	a = a.Part(PartWorker)
 	url, err := a.QueueURL(ctx, a.Names.RecordChangesQueue())
 	if err != nil {
 		return nil, fmt.Errorf("record-change consumer: %w", err)
@@ -96,22 +122,30 @@ func (a *App) RecordChanges(ctx context.Context, bound engine.Catalog, tune func
 
 // API builds the HTTP API emitting through the App's engine, with the
 // stack reconciler behind /v1/ops/reconcile and the App's registry on
-// /metrics.
+// /metrics. Its /console/ refuses: APIWithConsole mounts one.
 func (a *App) API(settings api.Settings, log *slog.Logger) (*api.API, error) {
+	return a.APIWithConsole(settings, nil, log)
+}
+
+// APIWithConsole is API with con (App.Console) served under /console/;
+// nil con gives the console's refusal.
+func (a *App) APIWithConsole(settings api.Settings, con http.Handler, log *slog.Logger) (*api.API, error) {
+	a = a.Part(PartAPI)
 	if log == nil {
 		log = a.Logger
 	}
 	rec := &api.StackReconciler{
 		Config: reconcile.Config{
 			Chains: a.Verifier(), DeadLetters: a.DeadLetters, Queue: a.SQS,
+			Progress:  reconcile.Progress{DB: a.DynamoDB, Table: a.Names.InboxTable()},
 			Unsettled: reconcile.InboxCheck{DB: a.DynamoDB, EventsTable: a.Names.EventsTable(), InboxTable: a.Names.InboxTable(), Subscriptions: a.Catalog.Subscriptions},
 		},
 		DLQ: func(ctx context.Context) (string, error) { return a.QueueURL(ctx, a.Names.EventsDLQ()) },
 	}
 	return api.New(api.Config{
-		Emitter: a.Engine, DB: a.DynamoDB, Names: a.Names,
+		Emitter: a.emitter(), DB: a.DynamoDB, Names: a.Names,
 		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret,
-		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log,
+		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log, Console: con,
 	})
 }
 
@@ -119,6 +153,7 @@ func (a *App) API(settings api.Settings, log *slog.Logger) (*api.API, error) {
 // providers at cfg's URLs. A provider without a base URL is logged: its
 // calls fail terminally (dead letters), they do not loop.
 func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.Set, error) {
+	a = a.Part(PartWorker)
 	if log == nil {
 		log = a.Logger
 	}
@@ -133,7 +168,7 @@ func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.S
 		return nil, err
 	}
 	return subscribers.New(subscribers.Config{
-		DB: a.DynamoDB, Emitter: a.Engine, Names: a.Names,
+		DB: a.DynamoDB, Emitter: a.emitter(), Names: a.Names,
 		Shop: clients.Shopify, Shipping: clients.Shipping, Notify: clients.Notify, Logger: log,
 	})
 }
@@ -142,8 +177,9 @@ func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.S
 // the broker, identity and tuning (its Names, DynamoDB, Kinesis and Emitter
 // are filled from the App).
 func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
+	a = a.Part(PartIngest)
 	cfg.Names = a.Names
-	cfg.DynamoDB, cfg.Kinesis, cfg.Emitter = a.DynamoDB, a.Kinesis, a.Engine
+	cfg.DynamoDB, cfg.Kinesis, cfg.Emitter = a.DynamoDB, a.Kinesis, a.emitter()
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger
 	}
@@ -152,5 +188,6 @@ func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 
 // Devices is the device registry in the app table (thing -> tenant).
 func (a *App) Devices() (*devices.Registry, error) {
+	a = a.Part(PartDevices)
 	return devices.New(a.DynamoDB, a.Names.AppTable(), nil)
 }

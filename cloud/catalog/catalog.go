@@ -34,7 +34,6 @@ const (
 	SubNotifyOwnerEmpty    = "notify_owner_empty"
 	SubNotifyOwnerAppetite = "notify_owner_appetite"
 	SubNotifySupport       = "notify_support"
-	SubDeviceChanges       = "device_changes"
 	SubContactChanges      = "contact_changes"
 )
 
@@ -87,7 +86,6 @@ func Bowline() engine.Catalog {
 			{Name: SubNotifyOwnerEmpty, Pattern: TypeEmpty, Lane: engine.Durable},
 			{Name: SubNotifyOwnerAppetite, Pattern: TypeAppetiteDropped, Lane: engine.Durable},
 			{Name: SubNotifySupport, Pattern: TypeDeviceFault, Lane: engine.Durable},
-			{Name: SubDeviceChanges, Pattern: "row.device.*", Lane: engine.BestEffort},
 			{Name: SubContactChanges, Pattern: "row.contact.modify", Lane: engine.BestEffort},
 		},
 	}

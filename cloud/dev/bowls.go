@@ -85,7 +85,7 @@ func (s *System) startBowls(ctx context.Context) error {
 	}
 	fleet, err := sim.NewFleet(sim.Config{
 		Bowls: len(s.plan), Seed: cfg.Seed, Start: cfg.Start, Speed: cfg.Speed, SampleRateHz: cfg.RateHz,
-		PetsPerBowl: cfg.PetsPerBowl, RingSize: cfg.RingSize, OnTruth: cfg.OnTruth,
+		PetsPerBowl: cfg.PetsPerBowl, RingSize: cfg.RingSize, OnTruth: cfg.OnTruth, FirstMealAfter: cfg.FirstMealAfter,
 		Logger: cfg.Logger.With("part", "sim"),
 	})
 	if err != nil {

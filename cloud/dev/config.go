@@ -85,6 +85,10 @@ type Config struct {
 	RingSize int
 	// OnTruth receives the simulator's ground truth (tests, tools).
 	OnTruth func(sim.Truth)
+	// FirstMealAfter, when positive, gives bowl i's first pet a meal at
+	// (i+1) x FirstMealAfter of simulated time after boot (sim.Config), so
+	// something happens at once whatever the time of day. Zero: none.
+	FirstMealAfter time.Duration
 
 	// DataDir holds each agent's outbox and each bowl's socket; "" means a
 	// new temporary directory, removed by Close.
@@ -107,10 +111,17 @@ type Config struct {
 	// IngestObserver is told what ingest does, beside the status counters.
 	IngestObserver ingest.Observer
 
+	// ConsoleRefresh is the console's refresh period (cloud/console
+	// Config.Refresh); zero means its default.
+	ConsoleRefresh time.Duration
+
 	// Every is the period of Run's status line; default 5s.
 	Every time.Duration
 	// JSON makes Run print the report and status lines as JSON.
 	JSON bool
+	// Verbose makes Run print the whole report as text (endpoints,
+	// resources, tokens, exports) instead of the short one.
+	Verbose bool
 	// Out receives Run's report and status lines; nil means io.Discard.
 	Out io.Writer
 	// Logger receives structured logs; nil discards them.
@@ -159,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Duration < 0 {
 		return fmt.Errorf("%w: duration %v: must not be negative", ErrConfig, c.Duration)
+	}
+	if c.FirstMealAfter < 0 {
+		return fmt.Errorf("%w: first meal after %v: must not be negative", ErrConfig, c.FirstMealAfter)
 	}
 	if c.RateHz == 0 {
 		c.RateHz = DefaultRateHz

@@ -8,15 +8,16 @@
 //	relays: events and record-changes pipes             engine/relay
 //	worker with the cloud subscribers                   engine/worker, cloud/subscribers
 //	record-change consumer (BEST_EFFORT lane)           engine/recordchange
-//	HTTP API                                            cloud/api
+//	HTTP API with the web console                       cloud/api, cloud/console
 //	N simulated bowls, each with its own edge agent     firmware-bridge/sim, edge/agent
 //
 // The bowls speak the real firmware protocol to their agents over unix
 // sockets; each agent has its own bbolt outbox and publishes to the broker
 // under its tenant, exactly as a gateway would. Start builds all of it and
-// returns a System (the end-to-end test and the bowl benchmark use it); Run
-// is the command: it prints where everything listens, then one line of live
-// figures every Config.Every, until its context ends.
+// returns a System (the end-to-end test, the console's browser test and the
+// bowl benchmark use it); Run is the command: it prints the console's
+// one-click login URL and a short summary (everything with Config.Verbose),
+// then one line of live figures every Config.Every, until its context ends.
 //
 // # Simulated time
 //

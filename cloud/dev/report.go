@@ -14,6 +14,12 @@ import (
 // Report is where everything listens: Run prints it at start (as JSON
 // with Config.JSON).
 type Report struct {
+	// Console is the web console; LoginURL logs a browser in with one
+	// click.
+	Console struct {
+		URL      string `json:"url"`
+		LoginURL string `json:"login_url"`
+	} `json:"console"`
 	Stack     string `json:"stack"`
 	Endpoints struct {
 		DynamoDB string `json:"dynamodb"`
@@ -52,6 +58,7 @@ type Report struct {
 func (s *System) Report() Report {
 	var r Report
 	st := s.stack
+	r.Console.URL, r.Console.LoginURL = s.ConsoleURL(), s.LoginURL()
 	r.Stack = s.cfg.Names.Stack
 	r.Endpoints.DynamoDB, r.Endpoints.SQS, r.Endpoints.Kinesis, r.Endpoints.MQTT = st.DynamoDBEndpoint, st.SQSEndpoint, st.KinesisEndpoint, st.MQTTAddr
 	if st.owned {
@@ -74,10 +81,30 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return json.NewEncoder(w).Encode(r)
 }
 
-// WriteText writes r for a person.
+// WriteText writes the short report for a person: the console first,
+// then what runs, in a few lines (WriteDetails has the rest).
 func (r Report) WriteText(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("bowline dev: open the console (logs you in):\n\n    %s\n\n", r.Console.LoginURL)
+	tenants := map[string]bool{}
+	for _, b := range r.Bowls {
+		tenants[b.Tenant] = true
+	}
+	clock := "real time"
+	if r.Sim.Speed != 1 {
+		clock = fmt.Sprintf("a demo clock at %gx", r.Sim.Speed)
+	}
+	p("  %d simulated bowls of %d tenants, from %s UTC on %s; API %s; stack %q.\n",
+		len(r.Bowls), len(r.Tenants), r.Sim.Start.UTC().Format("15:04"), clock, r.API.URL, r.Stack)
+	p("  --verbose prints endpoints, tokens and exports; --real-time runs the bowls on the wall clock.\n")
+	p("  One status line follows every few seconds. Ctrl-C stops everything.\n\n")
+}
+
+// WriteDetails writes the whole report for a person (--verbose).
+func (r Report) WriteDetails(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("bowline dev: stack %q is up\n\n", r.Stack)
+	p("Console   %s\n  one-click login  %s\n\n", r.Console.URL, r.Console.LoginURL)
 	p("  DynamoDB + Streams  %s\n  SQS                 %s\n  Kinesis             %s\n  MQTT broker         %s\n",
 		r.Endpoints.DynamoDB, r.Endpoints.SQS, r.Endpoints.Kinesis, r.Endpoints.MQTT)
 	if len(r.EmulatorPids) > 0 {

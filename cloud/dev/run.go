@@ -21,6 +21,8 @@ func Run(ctx context.Context, cfg Config) error {
 			s.Close()
 			return err
 		}
+	} else if cfg.Verbose {
+		rep.WriteDetails(cfg.Out)
 	} else {
 		rep.WriteText(cfg.Out)
 	}

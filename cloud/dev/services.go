@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/cloud/console"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/engine/recordchange"
@@ -20,7 +21,8 @@ const IngestGroup = "bowline-ingest"
 // order: fakes, device registration, ingest (and waits until it has
 // subscribed, so no bowl message finds the broker without a subscriber),
 // both relays, the worker with the cloud subscribers, the record-change
-// consumer and the API. Each long-running part runs under s.run.
+// consumer (the API and console come after the bowls: startAPI). Each
+// long-running part runs under s.run.
 func (s *System) startServices(ctx context.Context) error {
 	cfg, names, a := &s.cfg, s.cfg.Names, s.app
 	log, reg := cfg.Logger, a.Registry
@@ -96,8 +98,28 @@ func (s *System) startServices(ctx context.Context) error {
 		return err
 	}
 	s.run("record-changes", func() error { return rc.Run(s.runCtx) })
+	return nil
+}
 
-	srv, err := a.API(cfg.Settings, log.With("part", "api"))
+// startAPI starts the console and the API that serves it, once the bowls'
+// agents listen (the console polls their status endpoints).
+func (s *System) startAPI(ctx context.Context) error {
+	cfg, a := &s.cfg, s.app
+	log := cfg.Logger
+	agents := make([]console.Agent, 0, len(s.plan))
+	for _, b := range s.plan {
+		agents = append(agents, console.Agent{Thing: b.Thing, Tenant: b.Tenant, StatusURL: b.StatusURL})
+	}
+	con, err := a.Console(ctx, app.ConsoleOptions{
+		OpsToken: cfg.Settings.OpsToken, Agents: agents, Calls: fakeCalls{s.fakes.Set}, SimClock: s.SimNow,
+		TelemetryFromStart: true, Refresh: cfg.ConsoleRefresh, Logger: log.With("part", "console"),
+	})
+	if err != nil {
+		return err
+	}
+	s.console = con
+	s.run("console", func() error { return con.Run(s.runCtx) })
+	srv, err := a.APIWithConsole(cfg.Settings, con, log.With("part", "api"))
 	if err != nil {
 		return err
 	}
@@ -108,4 +130,17 @@ func (s *System) startServices(ctx context.Context) error {
 	s.apiURL = "http://" + ln.Addr().String()
 	s.run("api", func() error { return srv.ServeListener(s.runCtx, ln, nil) })
 	return nil
+}
+
+// fakeCalls shows the fake providers' calls in the console.
+type fakeCalls struct{ set *fakes.Set }
+
+func (f fakeCalls) ProviderCalls(context.Context) ([]console.ProviderCall, error) {
+	var out []console.ProviderCall
+	for _, fk := range f.set.All() {
+		for _, c := range fk.Calls() {
+			out = append(out, console.ProviderCall{Provider: fk.Kind(), Method: c.Method, Path: c.Path, IdempotencyKey: c.IdempotencyKey, Status: c.Status, At: c.At})
+		}
+	}
+	return out, nil
 }

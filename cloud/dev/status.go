@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
@@ -135,7 +136,33 @@ func (o workerObservers) ForwardedToDLQ() {
 	}
 }
 
-var _ worker.Observer = workerObservers(nil)
+// The optional worker.FaultObserver, passed to those that implement it.
+func (o workerObservers) InfraRetry(op string) {
+	for _, x := range o {
+		if f, ok := x.(worker.FaultObserver); ok {
+			f.InfraRetry(op)
+		}
+	}
+}
+func (o workerObservers) Extended(n int) {
+	for _, x := range o {
+		if f, ok := x.(worker.FaultObserver); ok {
+			f.Extended(n)
+		}
+	}
+}
+func (o workerObservers) Abandoned(n int) {
+	for _, x := range o {
+		if f, ok := x.(worker.FaultObserver); ok {
+			f.Abandoned(n)
+		}
+	}
+}
+
+var (
+	_ worker.Observer      = workerObservers(nil)
+	_ worker.FaultObserver = workerObservers(nil)
+)
 var _ ingest.Observer = ingestCounter{}
 
 // ChainVerifier verifies tenants' chains (*engine.Verifier).
@@ -234,7 +261,7 @@ func (s *System) Figures(ctx context.Context) Figures {
 	f.ChainsIntact, f.ChainsChecked, f.ChainsAt = s.chains.latest()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	d, err := dlqDepth(ctx, s.app.SQS, s.dlqURL)
+	d, err := dlqDepth(ctx, s.app.Part(app.PartDev).SQS, s.dlqURL)
 	if err != nil {
 		s.cfg.Logger.Warn("status line", "err", err)
 		d = -1

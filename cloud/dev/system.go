@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/cloud/console"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 )
 
@@ -31,6 +33,7 @@ type System struct {
 
 	app      *app.App // the one composition root: clients, queue URLs, the one engine
 	fakes    *fakes.Servers
+	console  *console.Console
 	apiURL   string
 	counters counters
 	chains   chainWatch
@@ -81,15 +84,20 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	s.onClose(s.app.Close)
-	if s.dlqURL, err = s.app.QueueURL(ctx, s.cfg.Names.EventsDLQ()); err != nil {
+	// The status line and chain check exist only here: their calls are
+	// recorded as bowline dev's own (app.PartDev).
+	if s.dlqURL, err = s.app.Part(app.PartDev).QueueURL(ctx, s.cfg.Names.EventsDLQ()); err != nil {
 		return nil, err
 	}
-	s.chains.v = s.app.Verifier()
+	s.chains.v = s.app.Part(app.PartDev).Verifier()
 	if err := s.startServices(ctx); err != nil {
 		return nil, err
 	}
 	s.run("chain check", func() error { return s.chains.run(s.runCtx, chainEvery) })
 	if err := s.startBowls(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startAPI(ctx); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -139,6 +147,18 @@ func (s *System) Config() Config { return s.cfg }
 
 // APIURL is the API's base URL, "http://host:port".
 func (s *System) APIURL() string { return s.apiURL }
+
+// ConsoleURL is the console's address; LoginURL logs a browser in with
+// one click (it carries the ops token: for this machine only).
+func (s *System) ConsoleURL() string { return s.apiURL + console.Prefix }
+
+// LoginURL is the console's one-click login.
+func (s *System) LoginURL() string {
+	return s.apiURL + console.Prefix + "login?token=" + url.QueryEscape(s.cfg.Settings.OpsToken)
+}
+
+// Console is the running console (tests refresh it).
+func (s *System) Console() *console.Console { return s.console }
 
 // Fakes are the fake providers the subscribers call.
 func (s *System) Fakes() *fakes.Servers { return s.fakes }

@@ -140,7 +140,7 @@ func (e env) startIngest(t *testing.T, obs ingest.Observer, tweak func(*ingest.C
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	a, err := app.Open(app.Config{AWS: e.cfg, Names: lstest.Names(t), Logger: cfg.Logger})
+	a, err := app.Open(app.Config{AWS: e.cfg, Names: lstest.Names(t), Logger: cfg.Logger, Part: app.PartIngest})
 	if err != nil {
 		t.Fatal(err)
 	}

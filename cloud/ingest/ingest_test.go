@@ -8,6 +8,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/testkit"
 )
@@ -43,7 +44,9 @@ func TestRedeliveredEventEmitsOnce(t *testing.T) {
 }
 
 // A repeated (thing, id) with a different payload is a recorded conflict.
+// The ingest role must allow every AWS call this makes (iamtest).
 func TestConflictingRepeatIsDeadLettered(t *testing.T) {
+	iamtest.Record(t)
 	e := newEnv(t)
 	tenant, thing := uniq("t"), uniq("bowl")
 	e.register(t, thing, tenant)
@@ -71,8 +74,10 @@ func TestConflictingRepeatIsDeadLettered(t *testing.T) {
 
 // A thing publishing under another tenant's topic is rejected and nothing is
 // emitted or sent to Kinesis; so are the other bad messages, each with its
-// reason, and every one is acknowledged.
+// reason, and every one is acknowledged. The ingest role must allow every
+// AWS call this makes, dead letters included (iamtest).
 func TestBadMessagesAreRejectedAndAcked(t *testing.T) {
+	iamtest.Record(t)
 	e := newEnv(t)
 	tenantA, tenantB, thing, stranger := uniq("t"), uniq("t"), uniq("bowl"), uniq("bowl")
 	e.register(t, thing, tenantA)

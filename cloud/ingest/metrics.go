@@ -111,6 +111,7 @@ type Metrics struct {
 	putRecords prometheus.Histogram
 	putLatency prometheus.Histogram
 	retried    *prometheus.CounterVec
+	limit      prometheus.Gauge
 }
 
 var (
@@ -139,8 +140,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		putRecords: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_batch_size", Help: "Records per PutRecords call.", Buckets: []float64{1, 5, 10, 50, 100, 250, 500}}),
 		putLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_seconds", Help: "PutRecords call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		retried:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_records_retried_total", Help: "Kinesis records sent again, by error code."}, []string{"code"}),
+		limit:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_inflight_limit", Help: "The producer's adaptive limit on PutRecords calls in flight; it drops when Kinesis times out or throttles."}),
 	}
-	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.samples, m.ackLatency, m.puts, m.putRecords, m.putLatency, m.retried)
+	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.samples, m.ackLatency, m.puts, m.putRecords, m.putLatency, m.retried, m.limit)
 	return m
 }
 
@@ -175,11 +177,23 @@ func (m *Metrics) PutRecords(records, _, failed int, err error, took time.Durati
 
 func (m *Metrics) RecordRetried(code string) { m.retried.WithLabelValues(code).Inc() }
 
+// InFlightLimit implements telemetry.LimitObserver.
+func (m *Metrics) InFlightLimit(n int) { m.limit.Set(float64(n)) }
+
 // PutRecords forwards to the observers that are also telemetry.ProducerObservers.
 func (m multiObserver) PutRecords(records, bytes, failed int, err error, took time.Duration) {
 	for _, o := range m {
 		if po, ok := o.(telemetry.ProducerObserver); ok {
 			po.PutRecords(records, bytes, failed, err, took)
+		}
+	}
+}
+
+// InFlightLimit forwards to the observers that are also telemetry.LimitObservers.
+func (m multiObserver) InFlightLimit(n int) {
+	for _, o := range m {
+		if lo, ok := o.(telemetry.LimitObserver); ok {
+			lo.InFlightLimit(n)
 		}
 	}
 }

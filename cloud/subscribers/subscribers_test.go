@@ -230,7 +230,10 @@ func TestProviderFailuresMapToWorkerClasses(t *testing.T) {
 		{http.StatusTooManyRequests, false},
 		{http.StatusInternalServerError, false},
 		{http.StatusBadRequest, true},
-		{http.StatusConflict, true},
+		// Same Idempotency-Key still in progress, and a request timeout:
+		// retried, not dead-lettered.
+		{http.StatusConflict, false},
+		{http.StatusRequestTimeout, false},
 	} {
 		f.fakes.Shipping.FailNext(1, tc.status)
 		err := f.run(catalog.SubBookShipment, f.payment())

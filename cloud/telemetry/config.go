@@ -40,14 +40,18 @@ type ProducerConfig struct {
 	// Linger is how long a batch waits for more records after its first;
 	// default 20 ms.
 	Linger time.Duration
-	// MaxInFlight bounds concurrent PutRecords calls; default 4. When all
-	// are busy, Put blocks (backpressure to MQTT).
+	// MaxInFlight bounds concurrent PutRecords calls; default 4. The
+	// producer starts there and adapts below it (AIMD, see limiter) when
+	// Kinesis times out or throttles. When all are busy, Put blocks
+	// (backpressure to MQTT).
 	MaxInFlight int
 	// BackoffBase and BackoffMax shape the full-jitter exponential backoff
 	// between retries of failed or throttled records; defaults 50 ms, 5 s.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	// CallTimeout bounds one PutRecords call; default 15 s.
+	// CallTimeout bounds one PutRecords call; default 15 s. After a
+	// timeout the next call gets twice as long, up to 8 times this; a
+	// clean call resets it.
 	CallTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -64,6 +68,13 @@ type ProducerObserver interface {
 	// RecordRetried reports a record sent again after code (an error code,
 	// or "call_error").
 	RecordRetried(code string)
+}
+
+// LimitObserver is an optional ProducerObserver extension: it is told the
+// producer's adaptive limit on calls in flight whenever it changes (a
+// gauge that shows Kinesis pushing back).
+type LimitObserver interface {
+	InFlightLimit(n int)
 }
 
 // Validate fills defaults and checks the configuration.

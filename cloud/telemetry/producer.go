@@ -36,7 +36,7 @@ type Producer struct {
 	work     context.Context // retries run until this ends
 	abandon  context.CancelFunc
 	loopDone chan struct{}
-	slots    chan struct{}
+	lim      *limiter // adaptive bound on calls in flight
 	inflight sync.WaitGroup
 }
 
@@ -55,8 +55,12 @@ func NewProducer(client KinesisAPI, cfg ProducerConfig) (*Producer, error) {
 		work:     work,
 		abandon:  abandon,
 		loopDone: make(chan struct{}),
-		slots:    make(chan struct{}, cfg.MaxInFlight),
 	}
+	var observe func(int)
+	if lo, ok := cfg.Observer.(LimitObserver); ok {
+		observe = lo.InFlightLimit
+	}
+	p.lim = newLimiter(cfg.MaxInFlight, cfg.CallTimeout, observe)
 	go p.loop()
 	return p, nil
 }
@@ -133,9 +137,25 @@ func (p *Producer) loop() {
 		if !closed && !full {
 			inC = p.in
 		}
-		var slotC chan<- struct{}
+		var slotFreed <-chan struct{}
 		if len(batch) > 0 && (full || lingered || closed) {
-			slotC = p.slots
+			ok, wait := p.lim.tryAcquire()
+			if ok {
+				b := batch
+				batch, size = nil, 0
+				timer.Stop()
+				p.inflight.Add(1)
+				go func() {
+					defer p.inflight.Done()
+					p.send(b)
+				}()
+				if overflow != nil {
+					add(overflow)
+					overflow = nil
+				}
+				continue
+			}
+			slotFreed = wait
 		}
 		select {
 		case r, ok := <-inC:
@@ -150,33 +170,32 @@ func (p *Producer) loop() {
 			add(r)
 		case <-timer.C:
 			lingered = true
-		case slotC <- struct{}{}:
-			b := batch
-			batch, size = nil, 0
-			timer.Stop()
-			p.inflight.Add(1)
-			go func() {
-				defer func() { <-p.slots; p.inflight.Done() }()
-				p.send(b)
-			}()
-			if overflow != nil {
-				add(overflow)
-				overflow = nil
-			}
+		case <-slotFreed:
 		}
 	}
 }
 
 // send puts batch until every record is accepted or the producer abandons.
 func (p *Producer) send(batch []*record) {
+	// The caller acquired a slot; a retry gives it back while it backs
+	// off, so a halved limit also holds back the calls already retrying.
+	held := true
+	defer func() {
+		if held {
+			p.lim.release()
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if !sleep(p.work, backoff(p.cfg.BackoffBase, p.cfg.BackoffMax, attempt)) {
+			p.lim.release()
+			held = false
+			if !sleep(p.work, backoff(p.cfg.BackoffBase, p.cfg.BackoffMax, attempt)) || !p.lim.acquire(p.work) {
 				for _, r := range batch {
 					r.done(ErrClosed)
 				}
 				return
 			}
+			held = true
 		}
 		in := &kinesis.PutRecordsInput{StreamName: aws.String(p.cfg.Stream), Records: make([]types.PutRecordsRequestEntry, len(batch))}
 		size := 0
@@ -184,7 +203,7 @@ func (p *Producer) send(batch []*record) {
 			in.Records[i] = types.PutRecordsRequestEntry{Data: r.data, PartitionKey: aws.String(r.key)}
 			size += r.size()
 		}
-		ctx, cancel := context.WithTimeout(p.work, p.cfg.CallTimeout)
+		ctx, cancel := context.WithTimeout(p.work, p.lim.callTimeout())
 		start := time.Now()
 		out, err := p.client.PutRecords(ctx, in)
 		cancel()
@@ -192,6 +211,7 @@ func (p *Producer) send(batch []*record) {
 			err = fmt.Errorf("put records to %s: %d results for %d records", p.cfg.Stream, len(out.Records), len(batch))
 		}
 		if err != nil {
+			p.lim.outcome(overload(err))
 			if p.cfg.Observer != nil {
 				p.cfg.Observer.PutRecords(len(batch), size, len(batch), err, time.Since(start))
 				for range batch {
@@ -204,16 +224,19 @@ func (p *Producer) send(batch []*record) {
 			continue
 		}
 		var failed []*record
+		throttled := false
 		for i, res := range out.Records {
 			if res.ErrorCode == nil {
 				batch[i].done(nil)
 				continue
 			}
+			throttled = throttled || throttleCodes[aws.ToString(res.ErrorCode)]
 			failed = append(failed, batch[i])
 			if p.cfg.Observer != nil {
 				p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
 			}
 		}
+		p.lim.outcome(throttled, false)
 		if p.cfg.Observer != nil {
 			p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
 		}

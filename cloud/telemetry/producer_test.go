@@ -10,21 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/internal/testkit"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
 
-type tlog struct{ t testing.TB }
-
-func (w tlog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.LevelWarn) }
 
 // fakeKinesis answers PutRecords in memory; fail decides which records of
 // a call are throttled.

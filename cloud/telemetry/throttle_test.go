@@ -12,10 +12,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -28,16 +29,7 @@ import (
 
 func TestMain(m *testing.M) { lstest.Main(m, localstack.Kinesis) }
 
-type tlog struct{ t testing.TB }
-
-func (w tlog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.LevelWarn) }
 
 // testRecord is the data of the test's records: which one it is.
 type testRecord struct {

@@ -83,12 +83,19 @@ func (o *Outbox) TelemetryBatch(ctx context.Context, thing string, from uint64, 
 	if err != nil || !ok || sealed {
 		return bt, ok, err
 	}
+	// The writer fills these; when do returns early (ctx ended) it may
+	// still be running fn, so they are read only after a nil error.
+	var sealedBt Batch
+	var sealedOK bool
 	err = o.do(ctx, 0, func(w *wtx) error {
 		var err error
-		bt, ok, _, err = readBatch(w.tx, thing, from, lim, true)
+		sealedBt, sealedOK, _, err = readBatch(w.tx, thing, from, lim, true)
 		return err
 	})
-	return bt, ok, err
+	if err != nil {
+		return Batch{}, false, err
+	}
+	return sealedBt, sealedOK, nil
 }
 
 func readBatch(tx *bolt.Tx, thing string, from uint64, lim BatchLimit, seal bool) (bt Batch, ok, sealed bool, err error) {
@@ -192,6 +199,7 @@ func (s Stats) Lane(l Lane) LaneStats {
 func (o *Outbox) Stats() (Stats, error) {
 	var s Stats
 	s.MaxBytes = o.cfg.MaxBytes
+	pageSize := 0
 	err := o.view(func(tx *bolt.Tx) error {
 		w := &wtx{tx: tx, o: o}
 		for _, l := range Lanes {
@@ -212,11 +220,14 @@ func (o *Outbox) Stats() (Stats, error) {
 			}
 		}
 		s.FileBytes = tx.Size()
+		// Info reads the mmap, which a commit may remap: only under a read
+		// transaction (which holds bbolt's mmap lock) is that safe.
+		pageSize = tx.DB().Info().PageSize
 		return nil
 	})
 	o.mu.RLock()
 	st := o.db.Stats()
 	o.mu.RUnlock()
-	s.FreeBytes = int64(st.FreePageN+st.PendingPageN) * int64(o.db.Info().PageSize)
+	s.FreeBytes = int64(st.FreePageN+st.PendingPageN) * int64(pageSize)
 	return s, err
 }

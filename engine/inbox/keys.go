@@ -14,13 +14,15 @@ import "github.com/bowline-iot/bowline/engine/attr"
 //	worker, claim_token, event_id, subscription, last_error  S
 //	updated_at        S  RFC 3339 with nanoseconds
 //	released_at       S  set by ReleaseDead, removed by the next Claim
-//	ttl               N  epoch seconds: Config.TTL (default 14 days) after the
-//	                     last Claim, Complete, Release or MarkDead
+//	ttl               N  epoch seconds: Config.TTL (default DefaultTTL, 35
+//	                     days) after the last Claim, Complete, Release or
+//	                     MarkDead
 //
 // Every write is an UpdateItem conditional on the state machine in the
 // package comment. Written and read by Store, used by engine/worker (claims)
 // and engine/redrive (ReleaseDead); engine/reconcile reads status with
-// BatchGetItem to count unsettled work.
+// BatchGetItem to count unsettled work (an absent row of an event older
+// than the TTL may have expired, so reconcile does not count it).
 const (
 	attrPK         = attr.PK
 	attrStatus     = AttrStatus

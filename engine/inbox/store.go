@@ -32,14 +32,41 @@ type DynamoAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
+// The retention rule (docs/tables.md, "The inbox TTL rule"). A row's TTL
+// counts from its last write; a subscription's row is written, at the
+// latest, when the event is first claimed. The event's message can then
+// stay in the events queue until that queue's retention ends, move to the
+// dead-letter queue, where a FIFO message's retention starts again (SQS
+// resets its enqueue timestamp on the move), and be redriven at the end of
+// it; the redriven copy must then be handled. Every sibling row must still
+// exist then, or a redrive reruns work that was already done. So
+//
+//	DefaultTTL >= events queue retention + DLQ retention + RedriveWindow
+//
+// with both retentions at most MaxQueueRetention. deploy/cfn's tests check
+// this against the retention that provisioning and the CloudFormation
+// template give both queues.
+const (
+	// MaxQueueRetention is the longest SQS keeps a message in a queue
+	// (MessageRetentionPeriod 1209600 s, 14 days): what events.fifo and
+	// its DLQ are given.
+	MaxQueueRetention = 14 * 24 * time.Hour
+	// RedriveWindow is how long a redriven event may take to be handled
+	// again after it leaves the DLQ.
+	RedriveWindow = 7 * 24 * time.Hour
+	// DefaultTTL is Config.TTL's default: 35 days.
+	DefaultTTL = 2*MaxQueueRetention + RedriveWindow
+)
+
 // Config configures a Store.
 type Config struct {
 	// Client talks to DynamoDB. Required.
 	Client DynamoAPI
 	// Table is the inbox table name. Required.
 	Table string
-	// TTL is how long a row lives after its last write. Default 14 days,
-	// longer than any DLQ retention, so a redriven event finds its row.
+	// TTL is how long a row lives after its last write. Default
+	// DefaultTTL, which outlives every queue an event can wait in (see
+	// DefaultTTL), so a redriven event finds its siblings' completed rows.
 	TTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -72,7 +99,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if cfg.TTL == 0 {
-		cfg.TTL = 14 * 24 * time.Hour
+		cfg.TTL = DefaultTTL
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -89,12 +90,16 @@ type Item struct {
 }
 
 // Result is what a run moved and skipped; NotFound lists selected event
-// ids that were not reached in the DLQ.
+// ids that are not in the DLQ (sorted).
 type Result struct {
 	DryRun   bool     `json:"dry_run"`
 	Moved    []Item   `json:"moved"`
 	Skipped  []Item   `json:"skipped"`
 	NotFound []string `json:"not_found,omitempty"`
+	// Walked lists the message groups the run walked to reach messages
+	// queued behind others: their unselected messages are in the DLQ in
+	// the same order, under new message ids.
+	Walked []string `json:"walked,omitempty"`
 }
 
 // ErrNothingSelected: neither event ids nor All were given.
@@ -120,83 +125,282 @@ func New(cfg Config) (*Redriver, error) {
 	return &Redriver{cfg: cfg, log: cfg.Logger}, nil
 }
 
-// Run works through the DLQ once.
+// Run works through the DLQ once: every message when opts.All, else
+// until every selected event is found or the whole DLQ has been seen. The
+// package comment describes how it reaches a message queued behind others
+// of its group without reordering them.
 func (r *Redriver) Run(ctx context.Context, opts Options) (Result, error) {
 	if !opts.All && len(opts.EventIDs) == 0 {
 		return Result{}, ErrNothingSelected
 	}
-	want := map[string]bool{}
+	w := &walk{r: r, opts: opts, want: map[string]bool{}, held: map[string]*heldMsg{},
+		copies: map[string]string{}, groups: map[string]*groupState{},
+		res: Result{DryRun: opts.DryRun, Moved: []Item{}, Skipped: []Item{}}}
 	for _, id := range opts.EventIDs {
-		want[id] = true
+		w.want[id] = true
 	}
-	res := Result{DryRun: opts.DryRun, Moved: []Item{}, Skipped: []Item{}}
-	seen := map[string]bool{}
-	var held []sqstypes.Message // left in the DLQ: made visible again at the end
-	defer func() {
-		for _, m := range held {
-			_, _ = r.cfg.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
-				QueueUrl: aws.String(r.cfg.DLQURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
-			})
-		}
-	}()
+	defer w.release(ctx)
 	for {
-		out, err := r.cfg.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(r.cfg.DLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-			VisibilityTimeout:           int32(r.cfg.Hold / time.Second),
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
-		})
+		fresh, err := w.receive(ctx)
 		if err != nil {
-			return res, fmt.Errorf("receive from dlq %s: %w", r.cfg.DLQURL, err)
+			return w.res, err
 		}
-		fresh := 0
-		for _, m := range out.Messages {
-			id := aws.ToString(m.MessageId)
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			fresh++
-			item, moved, err := r.one(ctx, m, opts, want)
-			if err != nil {
-				held = append(held, m)
-				return res, err
-			}
-			if moved {
-				res.Moved = append(res.Moved, item)
-				delete(want, item.EventID)
-				if opts.DryRun {
-					held = append(held, m)
-				}
-			} else {
-				res.Skipped = append(res.Skipped, item)
-				held = append(held, m)
-			}
+		if fresh > 0 {
+			continue
 		}
-		if fresh == 0 {
+		// Every group is exhausted, or blocked by a message held here.
+		started, err := w.walkBlocked(ctx)
+		if err != nil {
+			return w.res, err
+		}
+		if !started {
 			break
 		}
 	}
-	for id := range want {
-		res.NotFound = append(res.NotFound, id)
+	for id := range w.want {
+		w.res.NotFound = append(w.res.NotFound, id)
 	}
-	return res, nil
+	slices.Sort(w.res.NotFound)
+	return w.res, nil
 }
 
-func (r *Redriver) one(ctx context.Context, m sqstypes.Message, opts Options, want map[string]bool) (Item, bool, error) {
+// heldMsg is a DLQ message the run keeps invisible, to release at the end.
+type heldMsg struct {
+	id, receipt, group string
+	body               *string
+	order              int
+}
+
+// groupState is what the run knows of one message group of the DLQ.
+type groupState struct {
+	name string
+	// held are the ids of its messages held, in group order.
+	held []string
+	// tenant is the tenant of its events, when one decoded.
+	tenant string
+	// walking: its unselected messages go to the back of the group until
+	// the first of them comes round (done).
+	walking, done bool
+}
+
+// walk is one Run.
+type walk struct {
+	r      *Redriver
+	opts   Options
+	want   map[string]bool
+	res    Result
+	held   map[string]*heldMsg
+	nheld  int
+	copies map[string]string // message id of a copy sent to the DLQ -> its group
+	groups map[string]*groupState
+	order  []string // groups in the order first seen
+}
+
+func (w *walk) group(name string) *groupState {
+	g, ok := w.groups[name]
+	if !ok {
+		g = &groupState{name: name}
+		w.groups[name] = g
+		w.order = append(w.order, name)
+	}
+	return g
+}
+
+func (w *walk) hold(m sqstypes.Message, g *groupState) {
+	id := aws.ToString(m.MessageId)
+	w.nheld++
+	w.held[id] = &heldMsg{id: id, receipt: aws.ToString(m.ReceiptHandle), group: g.name, body: m.Body, order: w.nheld}
+	g.held = append(g.held, id)
+}
+
+// receive takes one batch off the DLQ and handles it; fresh counts the
+// messages it had not seen.
+func (w *walk) receive(ctx context.Context) (fresh int, err error) {
+	cfg := w.r.cfg
+	out, err := cfg.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(cfg.DLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		VisibilityTimeout:           int32(cfg.Hold / time.Second),
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("receive from dlq %s: %w", cfg.DLQURL, err)
+	}
+	for _, m := range out.Messages {
+		id := aws.ToString(m.MessageId)
+		if h, ok := w.held[id]; ok {
+			// Back after Hold ran out: keep holding it, by its new handle.
+			h.receipt = aws.ToString(m.ReceiptHandle)
+			continue
+		}
+		fresh++
+		name := m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]
+		if g, ok := w.copies[id]; ok {
+			// A walked group came round to the first message the walk
+			// sent to its back: the walk of that group is over.
+			gs := w.group(g)
+			gs.done = true
+			w.hold(m, gs)
+			continue
+		}
+		item, env, selected := w.inspect(m)
+		if name == "" {
+			name = env.Tenant
+		}
+		gs := w.group(name)
+		if gs.tenant == "" {
+			gs.tenant = env.Tenant
+		}
+		if selected {
+			if w.opts.DryRun {
+				w.res.Moved = append(w.res.Moved, item)
+				delete(w.want, item.EventID)
+				w.hold(m, gs)
+				continue
+			}
+			moved, err := w.r.move(ctx, m, env, item, name)
+			if err != nil {
+				w.hold(m, gs)
+				return fresh, err
+			}
+			w.res.Moved = append(w.res.Moved, moved)
+			delete(w.want, item.EventID)
+			continue
+		}
+		w.res.Skipped = append(w.res.Skipped, item)
+		if gs.walking && !gs.done {
+			if err := w.toBack(ctx, m, gs); err != nil {
+				return fresh, err
+			}
+			continue
+		}
+		w.hold(m, gs)
+	}
+	return fresh, nil
+}
+
+// inspect decodes m and says whether the run selects it.
+func (w *walk) inspect(m sqstypes.Message) (Item, engine.Envelope, bool) {
 	item := Item{MessageID: aws.ToString(m.MessageId)}
 	env, err := engine.DecodeImageJSON([]byte(aws.ToString(m.Body)))
 	if err != nil {
 		item.Reason = "body is not an event: " + err.Error()
-		return item, false, nil
+		return item, engine.Envelope{}, false
 	}
 	item.EventID, item.Tenant, item.Type = env.ID, env.Tenant, env.Type
-	if !opts.All && !want[env.ID] {
+	if !w.opts.All && !w.want[env.ID] {
 		item.Reason = "not selected"
-		return item, false, nil
+		return item, env, false
 	}
+	return item, env, true
+}
+
+// walkBlocked starts walking the groups whose held messages may hide what
+// the run still looks for, and reports whether it started any. A dry run
+// never walks (a walk rewrites messages), nor does a run that found
+// everything.
+func (w *walk) walkBlocked(ctx context.Context) (bool, error) {
+	if w.opts.DryRun || (!w.opts.All && len(w.want) == 0) {
+		return false, nil
+	}
+	var blocked []*groupState
+	for _, name := range w.order {
+		if g := w.groups[name]; len(g.held) > 0 && !g.walking && g.name != "" {
+			blocked = append(blocked, g)
+		}
+	}
+	if len(blocked) == 0 {
+		return false, nil
+	}
+	if !w.opts.All {
+		// The dead letters name the tenant of an event they know: walk
+		// those tenants' groups first, the others only if that is not
+		// enough.
+		var hinted []*groupState
+		for _, g := range blocked {
+			if g.tenant == "" {
+				continue
+			}
+			for id := range w.want {
+				letters, err := w.r.cfg.DeadLetters.ForEvent(ctx, g.tenant, id)
+				if err != nil {
+					return false, fmt.Errorf("dead letters of event %s: %w", id, err)
+				}
+				if len(letters) > 0 {
+					hinted = append(hinted, g)
+					break
+				}
+			}
+		}
+		if len(hinted) > 0 {
+			blocked = hinted
+		}
+	}
+	for _, g := range blocked {
+		g.walking = true
+		w.res.Walked = append(w.res.Walked, g.name)
+		ids := g.held
+		g.held = nil
+		for _, id := range ids {
+			h := w.held[id]
+			delete(w.held, id)
+			m := sqstypes.Message{MessageId: aws.String(id), ReceiptHandle: aws.String(h.receipt), Body: h.body}
+			if err := w.toBack(ctx, m, g); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// toBack moves m to the back of its group in the DLQ: a copy is sent
+// (same body and group, a fresh deduplication id), then m is deleted. A
+// failed delete leaves m held and a duplicate behind it; a second replay
+// of an event is harmless (the inbox).
+func (w *walk) toBack(ctx context.Context, m sqstypes.Message, g *groupState) error {
+	cfg := w.r.cfg
+	out, err := cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(cfg.DLQURL), MessageBody: m.Body, MessageGroupId: aws.String(g.name),
+		MessageDeduplicationId: aws.String("walk-" + ulid.Make().String()),
+	})
+	if err != nil {
+		w.hold(m, g)
+		return fmt.Errorf("send message %s to the back of group %s: %w", aws.ToString(m.MessageId), g.name, err)
+	}
+	w.copies[aws.ToString(out.MessageId)] = g.name
+	if _, err := cfg.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(cfg.DLQURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		w.hold(m, g)
+		return fmt.Errorf("delete message %s after copying it to the back of group %s: %w", aws.ToString(m.MessageId), g.name, err)
+	}
+	return nil
+}
+
+// release makes every held message visible again, the last held first:
+// SQS keeps a group's order whatever the order of the calls, and an
+// emulator that puts a released message back at the head of its group
+// (fauxqs) ends up with the same order.
+func (w *walk) release(ctx context.Context) {
+	hs := make([]*heldMsg, 0, len(w.held))
+	for _, h := range w.held {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b *heldMsg) int { return b.order - a.order })
+	for _, h := range hs {
+		_, err := w.r.cfg.Queue.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(w.r.cfg.DLQURL), ReceiptHandle: aws.String(h.receipt), VisibilityTimeout: 0,
+		})
+		if err != nil {
+			w.r.log.Warn("release dlq message", "message_id", h.id, "err", err)
+		}
+	}
+}
+
+// move releases env's dead inbox rows, marks its letters redriven, sends m
+// back to the events queue in group with a fresh deduplication id and
+// deletes it from the DLQ.
+func (r *Redriver) move(ctx context.Context, m sqstypes.Message, env engine.Envelope, item Item, group string) (Item, error) {
 	letters, err := r.cfg.DeadLetters.ForEvent(ctx, env.Tenant, env.ID)
 	if err != nil {
-		return item, false, fmt.Errorf("dead letters of event %s: %w", env.ID, err)
+		return item, fmt.Errorf("dead letters of event %s: %w", env.ID, err)
 	}
 	for _, l := range letters {
 		item.Released = append(item.Released, l.Subscription)
@@ -204,18 +408,14 @@ func (r *Redriver) one(ctx context.Context, m sqstypes.Message, opts Options, wa
 	if len(letters) == 0 {
 		item.Reason = "no dead letters: moved back as it is"
 	}
-	if opts.DryRun {
-		return item, true, nil
-	}
 	for _, l := range letters {
 		if err := r.cfg.Inbox.ReleaseDead(ctx, env.ID, l.Subscription); err != nil && !errors.Is(err, inbox.ErrNotDead) {
-			return item, false, fmt.Errorf("release event %s for %s: %w", env.ID, l.Subscription, err)
+			return item, fmt.Errorf("release event %s for %s: %w", env.ID, l.Subscription, err)
 		}
 		if err := r.cfg.DeadLetters.MarkRedriven(ctx, env.Tenant, env.ID, l.Subscription); err != nil {
-			return item, false, err
+			return item, err
 		}
 	}
-	group := m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]
 	if group == "" {
 		group = env.Tenant
 	}
@@ -224,7 +424,7 @@ func (r *Redriver) one(ctx context.Context, m sqstypes.Message, opts Options, wa
 		MessageDeduplicationId: aws.String(env.ID + "-redrive-" + ulid.Make().String()),
 	})
 	if err != nil {
-		return item, false, fmt.Errorf("send event %s back to %s: %w", env.ID, r.cfg.QueueURL, err)
+		return item, fmt.Errorf("send event %s back to %s: %w", env.ID, r.cfg.QueueURL, err)
 	}
 	if _, err := r.cfg.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.cfg.DLQURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 		// The event is already back in the queue; a copy stays in the DLQ
@@ -232,5 +432,5 @@ func (r *Redriver) one(ctx context.Context, m sqstypes.Message, opts Options, wa
 		r.log.Warn("delete from dlq failed after moving; a copy remains", "event_id", env.ID, "err", err)
 	}
 	r.log.Info("redriven", "event_id", env.ID, "tenant", env.Tenant, "released", item.Released)
-	return item, true, nil
+	return item, nil
 }

@@ -17,11 +17,12 @@ import (
 )
 
 // QueueAPI is the part of the SQS client the worker uses; it must be safe
-// for concurrent use, as *sqs.Client is.
+// for concurrent use, as *sqs.Client is. Deletes and visibility changes go
+// through the batch calls only (up to ten entries each).
 type QueueAPI interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
-	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
@@ -50,11 +51,25 @@ var (
 	_ DeadLetters = (*deadletter.Store)(nil)
 )
 
-// Config configures a Worker.
-// DefaultMaxReceiveCount is the maxReceiveCount of a queue's redrive
-// policy when Config.MaxReceiveCount is zero.
-const DefaultMaxReceiveCount = 5
+// Defaults of Config.
+const (
+	// DefaultMaxReceiveCount is the maxReceiveCount assumed when
+	// Config.MaxReceiveCount is zero (see QueueMaxReceiveCount to read the
+	// queue's own).
+	DefaultMaxReceiveCount = 5
+	// DefaultMaxRunTime is Config.MaxRunTime's default: longer than any
+	// provider call of the cloud subscribers (10s timeouts) with room for
+	// their retries, short enough that a hung handler frees its group.
+	DefaultMaxRunTime = 2 * time.Minute
+	// DefaultMaxInFlight is Config.MaxInFlight's default.
+	DefaultMaxInFlight = 100
+	// DefaultInfraBackoffBase and DefaultInfraBackoffMax are the defaults
+	// of Config.InfraBackoffBase and InfraBackoffMax.
+	DefaultInfraBackoffBase = 250 * time.Millisecond
+	DefaultInfraBackoffMax  = 30 * time.Second
+)
 
+// Config configures a Worker.
 type Config struct {
 	// Queue, QueueURL and DLQURL: the events queue and its dead-letter
 	// queue. Required.
@@ -85,16 +100,42 @@ type Config struct {
 	MaxMessages int
 	// Pollers is the number of concurrent receive loops. Default 1.
 	Pollers int
+	// MaxInFlight bounds the messages this worker holds at once: received
+	// and not yet deleted or given back, whether being handled or queued
+	// behind an earlier message of their group. Pollers receive only while
+	// there is room. Default DefaultMaxInFlight; at least MaxMessages.
+	MaxInFlight int
+	// MaxRunTime is the longest one handler run may take. At MaxRunTime
+	// the handler's context is cancelled with cause ErrRunTimeExceeded and
+	// its error counts as a retryable failure (or, on the last allowed
+	// receive, as dead). Its lease is no longer extended; from
+	// MaxRunTime+Heartbeat on, neither is the visibility of its message or
+	// of the messages queued behind it, so SQS hands the group to another
+	// receive even when the handler ignores its context. Default
+	// DefaultMaxRunTime.
+	MaxRunTime time.Duration
+	// InfraBackoffBase and InfraBackoffMax space the retries of an inbox
+	// or dead-letter write (or a DLQ send) that failed for an
+	// infrastructure reason: throttling, 5xx, a timeout. The message stays
+	// in flight, its visibility extended, and the write is retried after
+	// min(Max, Base*2^n) (with jitter) until it succeeds or Run stops, so
+	// an outage spends no receive. Defaults DefaultInfraBackoffBase and
+	// DefaultInfraBackoffMax.
+	InfraBackoffBase time.Duration
+	InfraBackoffMax  time.Duration
 	// Lease is how long a claim holds before another worker may take it
 	// over; it must be shorter than the queue's visibility timeout.
 	// Default 30s.
 	Lease time.Duration
-	// Heartbeat is how often a running handler's lease and message
-	// visibility are extended. Default Lease/3.
+	// Heartbeat is how often a running handler's lease is extended, and
+	// how often the visibility of the messages this worker holds is
+	// checked and, when it is about to run out, extended (batched). Default
+	// Lease/3.
 	Heartbeat time.Duration
 	// RetryDelay, when positive, is the visibility set on a message after a
 	// retryable failure (whole seconds, rounded up), for a shorter backoff
-	// than the queue's visibility timeout. Default 0: leave it.
+	// than the queue's visibility timeout. Default 0: the queue's
+	// visibility timeout.
 	RetryDelay time.Duration
 	// ShutdownGrace is how long in-flight handlers may run after Run's
 	// context ends before their contexts are cancelled. Default 10s.
@@ -115,8 +156,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker config: MaxMessages %d not in 1-10", c.MaxMessages)
 	case c.WaitTime < 0 || c.WaitTime > 20*time.Second:
 		return fmt.Errorf("worker config: WaitTime %v not in 0-20s", c.WaitTime)
-	case c.Lease < 0 || c.Heartbeat < 0 || c.RetryDelay < 0 || c.Pollers < 0 || c.MaxReceiveCount < 0:
+	case c.Lease < 0 || c.Heartbeat < 0 || c.RetryDelay < 0 || c.Pollers < 0 || c.MaxReceiveCount < 0 ||
+		c.MaxInFlight < 0 || c.MaxRunTime < 0 || c.InfraBackoffBase < 0 || c.InfraBackoffMax < 0:
 		return errors.New("worker config: negative value")
+	case c.MaxInFlight != 0 && c.MaxInFlight < max(c.MaxMessages, 1):
+		return fmt.Errorf("worker config: MaxInFlight %d below MaxMessages %d", c.MaxInFlight, c.MaxMessages)
 	case c.Heartbeat != 0 && c.Lease != 0 && c.Heartbeat >= c.Lease:
 		return fmt.Errorf("worker config: Heartbeat %v must be shorter than Lease %v", c.Heartbeat, c.Lease)
 	}
@@ -144,6 +188,18 @@ func (c *Config) defaults() {
 	}
 	if c.Pollers == 0 {
 		c.Pollers = 1
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = max(DefaultMaxInFlight, c.MaxMessages)
+	}
+	if c.MaxRunTime == 0 {
+		c.MaxRunTime = DefaultMaxRunTime
+	}
+	if c.InfraBackoffBase == 0 {
+		c.InfraBackoffBase = DefaultInfraBackoffBase
+	}
+	if c.InfraBackoffMax == 0 {
+		c.InfraBackoffMax = DefaultInfraBackoffMax
 	}
 	if c.Lease == 0 {
 		c.Lease = 30 * time.Second

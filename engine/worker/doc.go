@@ -1,28 +1,49 @@
 // Package worker is the durable consumer: it long-polls the events FIFO
 // queue, turns each message body (an event row's NewImage in DynamoDB
 // JSON) back into an engine.Envelope and runs every matching DURABLE
-// subscription through the inbox, inside the event's tenant context. Events
-// of one message group (one tenant) are handled strictly in order; the
-// subscriptions of one event run concurrently, each with its own inbox row.
+// subscription through the inbox, inside the event's tenant context.
+//
+// # Concurrency and order
+//
+// Pollers receive while the worker holds fewer than MaxInFlight messages
+// and file each message into its group's lane without waiting: a lane is a
+// goroutine that handles one message group's messages (one tenant's) one
+// after another, in the order SQS gave them, so a slow group never holds up
+// another or the next receive. The subscriptions of one event run
+// concurrently, each with its own inbox row. Events of one group are
+// handled strictly in order: a message that is not finished stays in
+// flight for its retry delay and the rest of its lane is given back, and
+// SQS, which locks a FIFO group while any of its messages is in flight,
+// hands them out again only after it. docs/delivery.md has the whole model.
 //
 // For each (event, subscription) the worker claims the inbox row, runs the
-// handler with a heartbeat that extends both the lease and the message's
-// visibility, and then:
+// handler for at most MaxRunTime with a heartbeat that extends the lease,
+// and then:
 //
 //   - success: marks the row completed;
-//   - a retryable error (any error not wrapping ErrTerminal): releases the
-//     claim and leaves the message to SQS, whose visibility timeout and the
-//     queue's maxReceiveCount are the retry policy (RetryDelay optionally
-//     shortens the wait);
+//   - a retryable error (any error not wrapping ErrTerminal, including a
+//     run past MaxRunTime): releases the claim and gives the message back
+//     with visibility RetryDelay (default the queue's visibility timeout);
+//     the queue's maxReceiveCount bounds the retries;
 //   - a terminal error (Terminal(err)), or any error on the last allowed
 //     receive (ApproximateReceiveCount >= MaxReceiveCount): writes a
 //     tenant-scoped dead letter and marks the row dead.
 //
-// A message is deleted only when every matching subscription is completed
-// or dead. When one is dead the worker first forwards the message to the
-// dead-letter queue (same body and group, deduplication id = message id)
-// and then deletes it, so the DLQ holds exactly the events with dead work
-// and `bowline redrive` can move them back.
+// Every message the worker holds, whether being handled, queued behind
+// one of its group or waiting for its delete, has its visibility extended
+// before it runs out (ChangeMessageVisibilityBatch), so none reappears
+// while its group is in progress. An inbox or dead-letter write that fails
+// for an infrastructure reason (throttling, 5xx, a timeout) is retried
+// with the message held and a capped exponential backoff
+// (InfraBackoffBase, InfraBackoffMax): an outage of DynamoDB costs time,
+// not receives, dead letters or order.
+//
+// A message is deleted (DeleteMessageBatch, batched across groups) only
+// when every matching subscription is completed or dead. When one is dead
+// the worker first forwards the message to the dead-letter queue (same
+// body and group, deduplication id = message id) and then deletes it, so
+// the DLQ holds exactly the events with dead work and `bowline redrive` can
+// move them back.
 //
 // A body that does not decode is a poison pill: it is recorded under the
 // global dead-letter partition and deleted at once, so it cannot block its
@@ -46,6 +67,11 @@
 //
 // The lease must be shorter than the queue's visibility timeout, so that a
 // message redelivered after a crash finds the lease expired; Run checks
-// this at start. Handlers must honour their context: it ends before the
-// lease does when the heartbeat cannot renew it.
+// this at start. MaxReceiveCount must match the queue's redrive policy
+// (QueueMaxReceiveCount reads it). Handlers must honour their context: it
+// ends before the lease does when the heartbeat cannot renew it, and at
+// MaxRunTime. One that ignores it past MaxRunTime loses its group (its
+// messages are left to lapse and SQS hands them out again, possibly to
+// another worker, while it still runs) and keeps Run from returning until
+// it does.
 package worker

@@ -15,6 +15,10 @@ var (
 	// ErrLeaseTooLong: the lease is not shorter than the queue's
 	// visibility timeout.
 	ErrLeaseTooLong = errors.New("lease not shorter than the queue visibility timeout")
+	// ErrRunTimeExceeded is the cause of a handler context cancelled at
+	// Config.MaxRunTime, and wraps the error of such a run; it is
+	// retryable.
+	ErrRunTimeExceeded = errors.New("handler exceeded its maximum run time")
 )
 
 // Terminal wraps err so the worker dead-letters the subscription without

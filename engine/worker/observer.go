@@ -36,7 +36,34 @@ type Observer interface {
 	ForwardedToDLQ()
 }
 
+// FaultObserver is an optional extension of Observer: when the Observer
+// also implements it, the worker reports how it rides out faults. Its
+// methods must be safe for concurrent use and must not block.
+type FaultObserver interface {
+	// InfraRetry counts a retry of an operation ("claim", "complete",
+	// "DeleteMessageBatch", ...) after an infrastructure fault, with the
+	// message held.
+	InfraRetry(op string)
+	// Extended counts visibility extensions of held messages.
+	Extended(n int)
+	// Abandoned counts messages left to lapse because a handler of their
+	// group overran MaxRunTime.
+	Abandoned(n int)
+}
+
+// fault returns the observer's FaultObserver, or one doing nothing.
+func (w *Worker) fault() FaultObserver {
+	if f, ok := w.obs.(FaultObserver); ok {
+		return f
+	}
+	return nopObserver{}
+}
+
 type nopObserver struct{}
+
+func (nopObserver) InfraRetry(string) {}
+func (nopObserver) Extended(int)      {}
+func (nopObserver) Abandoned(int)     {}
 
 func (nopObserver) Received(int)                          {}
 func (nopObserver) Claim(string, string)                  {}
@@ -50,25 +77,31 @@ func (nopObserver) ForwardedToDLQ()                       {}
 // Metrics is an Observer exporting Prometheus metrics.
 type Metrics struct {
 	received, deleted, poison, toDLQ prometheus.Counter
+	extended, abandoned              prometheus.Counter
 	claims                           *prometheus.CounterVec
 	handled                          *prometheus.HistogramVec
 	retries, deadLetters, unmatched  *prometheus.CounterVec
+	infraRetries                     *prometheus.CounterVec
 }
 
 // NewMetrics registers the worker's metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		received:    prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_received_total", Help: "Messages received from the events queue."}),
-		deleted:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_deleted_total", Help: "Messages deleted after all their work was completed or dead."}),
-		poison:      prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_poison_pills_total", Help: "Message bodies that did not decode to an event."}),
-		toDLQ:       prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_forwarded_to_dlq_total", Help: "Messages with dead work forwarded to the dead-letter queue."}),
-		claims:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_claims_total", Help: "Inbox claims by outcome."}, []string{"subscription", "outcome"}),
-		handled:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bowline_worker_handler_seconds", Help: "Handler latency by outcome.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"subscription", "outcome"}),
-		retries:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_retries_total", Help: "Retryable handler failures left to SQS."}, []string{"subscription"}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_dead_letters_total", Help: "Dead letters written."}, []string{"subscription"}),
-		unmatched:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_unmatched_total", Help: "Events that matched no DURABLE subscription."}, []string{"type"}),
+		received:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_received_total", Help: "Messages received from the events queue."}),
+		deleted:      prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_deleted_total", Help: "Messages deleted after all their work was completed or dead."}),
+		poison:       prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_poison_pills_total", Help: "Message bodies that did not decode to an event."}),
+		toDLQ:        prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_forwarded_to_dlq_total", Help: "Messages with dead work forwarded to the dead-letter queue."}),
+		claims:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_claims_total", Help: "Inbox claims by outcome."}, []string{"subscription", "outcome"}),
+		handled:      prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bowline_worker_handler_seconds", Help: "Handler latency by outcome.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"subscription", "outcome"}),
+		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_retries_total", Help: "Retryable handler failures left to SQS."}, []string{"subscription"}),
+		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_dead_letters_total", Help: "Dead letters written."}, []string{"subscription"}),
+		unmatched:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_unmatched_total", Help: "Events that matched no DURABLE subscription."}, []string{"type"}),
+		extended:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_visibility_extended_total", Help: "Visibility extensions of held messages (handled, queued or being deleted)."}),
+		abandoned:    prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_abandoned_total", Help: "Messages left to lapse because a handler of their group overran its maximum run time."}),
+		infraRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_infra_retries_total", Help: "Retries after an infrastructure fault, with the message held."}, []string{"op"}),
 	}
-	reg.MustRegister(m.received, m.deleted, m.poison, m.toDLQ, m.claims, m.handled, m.retries, m.deadLetters, m.unmatched)
+	reg.MustRegister(m.received, m.deleted, m.poison, m.toDLQ, m.claims, m.handled, m.retries, m.deadLetters, m.unmatched,
+		m.extended, m.abandoned, m.infraRetries)
 	return m
 }
 
@@ -79,6 +112,9 @@ func (m *Metrics) Poison()                   { m.poison.Inc() }
 func (m *Metrics) Unmatched(typ string)      { m.unmatched.WithLabelValues(typ).Inc() }
 func (m *Metrics) Deleted()                  { m.deleted.Inc() }
 func (m *Metrics) ForwardedToDLQ()           { m.toDLQ.Inc() }
+func (m *Metrics) InfraRetry(op string)      { m.infraRetries.WithLabelValues(op).Inc() }
+func (m *Metrics) Extended(n int)            { m.extended.Add(float64(n)) }
+func (m *Metrics) Abandoned(n int)           { m.abandoned.Add(float64(n)) }
 func (m *Metrics) Handled(sub, outcome string, d time.Duration) {
 	m.handled.WithLabelValues(sub, outcome).Observe(d.Seconds())
 	if outcome == HandledRetry {
@@ -86,4 +122,7 @@ func (m *Metrics) Handled(sub, outcome string, d time.Duration) {
 	}
 }
 
-var _ Observer = (*Metrics)(nil)
+var (
+	_ Observer      = (*Metrics)(nil)
+	_ FaultObserver = (*Metrics)(nil)
+)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/bowline-iot/bowline/engine"
@@ -36,9 +38,11 @@ func TestMain(m *testing.M) {
 // harness runs workers in this process against the local stack, on test
 // queues with a short visibility timeout.
 type harness struct {
-	t      *testing.T
-	ctx    context.Context
-	sqs    *sqs.Client
+	t     *testing.T
+	ctx   context.Context
+	queue QueueAPI // fauxqs, or the FIFO double
+	// double is the FIFO double when the harness uses one.
+	double *enginetest.FIFO
 	q      enginetest.Queues
 	inbox  *inbox.Store
 	dl     *deadletter.Store
@@ -46,7 +50,28 @@ type harness struct {
 	obs    *countingObserver
 }
 
+// newHarness runs on fauxqs test queues.
 func newHarness(t *testing.T, visibility time.Duration, maxReceive int) *harness {
+	t.Helper()
+	h := newStores(t)
+	h.queue = sqs.NewFromConfig(lstest.AWSConfig(t))
+	h.q = enginetest.FIFOQueues(t, "worker", visibility, maxReceive)
+	return h
+}
+
+// newDoubleHarness runs on an enginetest.FIFO double, which behaves as SQS
+// documents (several messages of a group per receive, stale receipt
+// handles refused), with the inbox and dead letters on DynamoDB Local.
+func newDoubleHarness(t *testing.T, visibility time.Duration, maxReceive int) *harness {
+	t.Helper()
+	h := newStores(t)
+	h.double = enginetest.NewFIFO(enginetest.FIFOConfig{Visibility: visibility, MaxReceiveCount: maxReceive})
+	h.queue = h.double
+	h.q = enginetest.Queues{URL: h.double.URL, DLQURL: h.double.DLQURL}
+	return h
+}
+
+func newStores(t *testing.T) *harness {
 	t.Helper()
 	cfg := lstest.AWSConfig(t)
 	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
@@ -60,8 +85,7 @@ func newHarness(t *testing.T, visibility time.Duration, maxReceive int) *harness
 		t.Fatal(err)
 	}
 	return &harness{
-		t: t, ctx: enginetest.Ctx(t), sqs: sqs.NewFromConfig(cfg),
-		q:     enginetest.FIFOQueues(t, "worker", visibility, maxReceive),
+		t: t, ctx: enginetest.Ctx(t),
 		inbox: in, dl: dl, tenant: "t" + strings.ToLower(ulid.Make().String()), obs: newCountingObserver(),
 	}
 }
@@ -70,7 +94,7 @@ func newHarness(t *testing.T, visibility time.Duration, maxReceive int) *harness
 func (h *harness) start(subs []engine.Subscription, tweak func(*Config)) *Worker {
 	h.t.Helper()
 	cfg := Config{
-		Queue: h.sqs, QueueURL: h.q.URL, DLQURL: h.q.DLQURL, Inbox: h.inbox, DeadLetters: h.dl,
+		Queue: h.queue, QueueURL: h.q.URL, DLQURL: h.q.DLQURL, Inbox: h.inbox, DeadLetters: h.dl,
 		Subscriptions: subs, WaitTime: time.Second, Lease: time.Second, Heartbeat: 300 * time.Millisecond,
 		RetryDelay: time.Second, Logger: testkit.Logger(h.t, slog.LevelWarn), Observer: h.obs,
 	}
@@ -100,7 +124,7 @@ func (h *harness) send(env engine.Envelope) {
 
 func (h *harness) sendRaw(body, group, dedup string) {
 	h.t.Helper()
-	_, err := h.sqs.SendMessage(h.ctx, &sqs.SendMessageInput{
+	_, err := h.queue.SendMessage(h.ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(h.q.URL), MessageBody: aws.String(body),
 		MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(dedup),
 	})
@@ -124,7 +148,19 @@ func (h *harness) row(eventID, sub string) inbox.Row {
 	return r
 }
 
-func (h *harness) depth(url string) int { return enginetest.Depth(h.ctx, h.t, h.sqs, url) }
+// depth returns the approximate number of visible plus in-flight messages.
+func (h *harness) depth(url string) int {
+	h.t.Helper()
+	out, err := h.queue.GetQueueAttributes(h.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+	}})
+	if err != nil {
+		h.t.Fatalf("queue attributes of %s: %v", url, err)
+	}
+	a, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	b, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	return a + b
+}
 
 // calls counts handler runs per subscription.
 type calls struct {
@@ -245,7 +281,7 @@ func TestExhaustionDeadLettersOnce(t *testing.T) {
 	if len(letters) != 1 || letters[0].ReceiveCount != maxReceive || letters[0].Error != "notify api down (run 5)" {
 		t.Errorf("dead letters = %+v; want one, at receive %d, with the last error", letters, maxReceive)
 	}
-	dlq := enginetest.Drain(h.ctx, t, h.sqs, h.q.DLQURL, func(got []enginetest.Drained) bool { return len(got) == 1 })
+	dlq := enginetest.Drain(h.ctx, t, sqs.NewFromConfig(lstest.AWSConfig(t)), h.q.DLQURL, func(got []enginetest.Drained) bool { return len(got) == 1 })
 	if got, err := engine.DecodeImageJSON([]byte(dlq[0].Body)); err != nil || got.ID != env.ID || dlq[0].GroupID != h.tenant {
 		t.Errorf("DLQ message = %+v (%v); want event %s in group %s", dlq[0], err, env.ID, h.tenant)
 	}
@@ -339,7 +375,7 @@ func TestDeclaredTypeWithoutDurableWorkIsNotUnmatched(t *testing.T) {
 // TestLeaseTooLongRefused: Run refuses a lease as long as the visibility.
 func TestLeaseTooLongRefused(t *testing.T) {
 	h := newHarness(t, 3*time.Second, 5)
-	w, err := New(Config{Queue: h.sqs, QueueURL: h.q.URL, DLQURL: h.q.DLQURL, Inbox: h.inbox, DeadLetters: h.dl, Lease: 3 * time.Second})
+	w, err := New(Config{Queue: h.queue, QueueURL: h.q.URL, DLQURL: h.q.DLQURL, Inbox: h.inbox, DeadLetters: h.dl, Lease: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,6 +404,15 @@ func (o *countingObserver) Unmatched(typ string) { o.add("unmatched:" + typ) }
 func (o *countingObserver) Deleted()             { o.add("deleted") }
 
 func (o *countingObserver) Claim(sub, outcome string) { o.add("claim:" + outcome) }
+
+func (o *countingObserver) InfraRetry(op string) { o.add("infra:" + op) }
+func (o *countingObserver) Abandoned(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n["abandoned"] += n
+}
+
+var _ FaultObserver = (*countingObserver)(nil)
 
 // TestHeartbeatKeepsLongHandler: a handler that runs two leases long and
 // longer than the queue's visibility timeout (5s), with a second worker

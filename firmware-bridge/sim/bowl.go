@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -253,6 +254,10 @@ func (b *Bowl) faults(ctx context.Context, now time.Duration) error {
 func (b *Bowl) nextActivity(now time.Duration) (activity, bool) {
 	for len(b.plan) == 0 || b.plan[len(b.plan)-1].at < now+24*time.Hour {
 		b.plan = append(b.plan, planDay(b.rng, b.cfg, b.pets, b.planDays)...)
+		if b.planDays == 0 && b.cfg.FirstMealAfter > 0 {
+			b.plan = append(b.plan, activity{kind: actMeal, pet: 0, grams: b.pets[0].mealG, at: time.Duration(b.idx+1) * b.cfg.FirstMealAfter})
+			sort.SliceStable(b.plan, func(i, j int) bool { return b.plan[i].at < b.plan[j].at })
+		}
 		b.planDays++
 	}
 	if now < b.freeAt || b.plan[0].at > now {

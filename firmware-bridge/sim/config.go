@@ -53,6 +53,11 @@ type Config struct {
 	// Faults are faults on demand at fixed simulated times (see also
 	// Bowl.InjectFault).
 	Faults []ScheduledFault
+	// FirstMealAfter, when positive, adds one meal of each bowl's first
+	// pet at (index+1) x FirstMealAfter after boot, before the day's plan,
+	// so a demo shows a meal at once whatever the time of day. It draws
+	// nothing from the random stream: the rest of the run is the same.
+	FirstMealAfter time.Duration
 	// RingSize and RetransmitTimeout configure each bowl's MCU (MCUConfig
 	// defaults).
 	RingSize          int
@@ -123,6 +128,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %d bowls outside 1..1000", ErrConfig, c.Bowls)
 	case c.Speed < 0:
 		return fmt.Errorf("%w: negative speed %v", ErrConfig, c.Speed)
+	case c.FirstMealAfter < 0:
+		return fmt.Errorf("%w: negative first meal delay %v", ErrConfig, c.FirstMealAfter)
 	case c.SampleRateHz < 1 || c.SampleRateHz > frame.MaxSamples:
 		return fmt.Errorf("%w: sample rate %d Hz outside 1..%d", ErrConfig, c.SampleRateHz, frame.MaxSamples)
 	case c.PetsPerBowl < 1 || c.PetsPerBowl > 4:

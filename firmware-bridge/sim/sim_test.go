@@ -142,3 +142,31 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("Validate(zero) = %v; want nil (defaults)", err)
 	}
 }
+
+// FirstMealAfter puts one meal of each bowl's first pet right after boot,
+// staggered by bowl, even at night when no meal is planned.
+func TestFirstMealAfterBoot(t *testing.T) {
+	night := time.Date(2026, 1, 5, 1, 0, 0, 0, time.UTC)
+	cfg := Config{Bowls: 3, Seed: 7, Start: night, SampleRateHz: 2, FirstMealAfter: 2 * time.Minute}
+	_, truth, _ := runCaptured(t, cfg, 30*time.Minute)
+	meals := map[string]Truth{}
+	for _, tr := range truth {
+		if _, seen := meals[tr.Device]; tr.Kind == KindMeal && !seen {
+			meals[tr.Device] = tr
+		}
+	}
+	for i := range cfg.Bowls {
+		dev := fmt.Sprintf("bowl-%03d", i)
+		m, ok := meals[dev]
+		want := night.Add(time.Duration(i+1) * cfg.FirstMealAfter)
+		if !ok || m.Start.Before(want) || m.Start.After(want.Add(time.Second)) {
+			t.Errorf("%s first meal %+v; want one starting at %s", dev, m, want)
+		}
+	}
+	_, quiet, _ := runCaptured(t, Config{Bowls: 3, Seed: 7, Start: night, SampleRateHz: 2}, 30*time.Minute)
+	for _, tr := range quiet {
+		if tr.Kind == KindMeal {
+			t.Errorf("without FirstMealAfter, a meal at %s at night; want none", tr.Start)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (a App) Run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := cmd.Run(ctx, args[1:])
+	err := cmd.Run(context.WithValue(ctx, commandKey{}, cmd.Name), args[1:])
 	switch {
 	case err == nil:
 		return 0
@@ -83,6 +83,16 @@ func (a App) Run(args []string) int {
 		fmt.Fprintf(a.Stderr, "%s %s: %v\n", a.Name, cmd.Name, err)
 		return 1
 	}
+}
+
+// commandKey carries the running command's name in its context.
+type commandKey struct{}
+
+// CommandName returns the name of the subcommand App.Run is running under
+// ctx ("" outside one).
+func CommandName(ctx context.Context) string {
+	name, _ := ctx.Value(commandKey{}).(string)
+	return name
 }
 
 func (a App) usage(w io.Writer) {

@@ -56,3 +56,18 @@ func TestUsageListsCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandName: a command's Run finds its own name in its context, so
+// code it calls can say which command it runs for.
+func TestCommandName(t *testing.T) {
+	var got string
+	a := App{Name: "prog", Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Commands: []Command{
+		{Name: "relay", Run: func(ctx context.Context, _ []string) error { got = CommandName(ctx); return nil }},
+	}}
+	if code := a.Run([]string{"relay"}); code != 0 || got != "relay" {
+		t.Errorf("Run(relay) = %d with CommandName %q; want 0 and %q", code, got, "relay")
+	}
+	if n := CommandName(context.Background()); n != "" {
+		t.Errorf("CommandName outside a command = %q; want empty", n)
+	}
+}

@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/bowline-iot/bowline/internal/awscalls"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -66,42 +69,136 @@ type Options struct {
 	TelemetryShards int32
 }
 
-// tableSpec describes one DynamoDB table.
-type tableSpec struct {
-	name   string
-	sortK  bool
-	stream bool
-	ttl    string
+// TableSpec is one DynamoDB table as Provision creates it: on-demand, a
+// string hash key "pk" and, with SortKey, a string range key "sk".
+type TableSpec struct {
+	Name    string
+	SortKey bool
+	// StreamView is the stream's view type; "" means no stream.
+	StreamView string
+	// TTLAttribute is the TTL attribute; "" means no TTL.
+	TTLAttribute string
 }
 
-// tables is the key schema, stream and TTL of each table; the rows in them
-// are listed in docs/tables.md.
-func tables(n resources.Names) []tableSpec {
-	return []tableSpec{
-		{name: n.EventsTable(), sortK: true, stream: true},
-		{name: n.InboxTable(), ttl: "ttl"},
-		{name: n.DeadLettersTable(), sortK: true},
-		{name: n.AppTable(), sortK: true, stream: true},
+// QueueSpec is one SQS queue as Provision creates it: every attribute it
+// sets (SQS names and string values), and, when RedriveTo names another
+// queue of the plan, a RedrivePolicy to that queue's ARN with
+// MaxReceiveCount.
+type QueueSpec struct {
+	Name            string
+	Attributes      map[string]string
+	RedriveTo       string
+	MaxReceiveCount int
+}
+
+// Plan is every table and queue of a stack, in creation order (a
+// dead-letter queue before the queue that redrives to it). The deployed
+// stack must match it: deploy/cfn's tests compare it with
+// deploy/cloudformation/bowline.yaml, attribute by attribute.
+type Plan struct {
+	Tables []TableSpec
+	Queues []QueueSpec
+}
+
+// Queue returns the plan's queue named name.
+func (p Plan) Queue(name string) (QueueSpec, bool) {
+	for _, q := range p.Queues {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return QueueSpec{}, false
+}
+
+// Table returns the plan's table named name.
+func (p Plan) Table(name string) (TableSpec, bool) {
+	for _, t := range p.Tables {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TableSpec{}, false
+}
+
+// maxRetention is SQS's longest MessageRetentionPeriod, 14 days: the
+// events queue and its DLQ keep messages that long, the same as the
+// CloudFormation template. The inbox TTL must outlive both
+// (engine/inbox.DefaultTTL, docs/tables.md).
+const maxRetention = "1209600"
+
+// PlanFor returns the tables and queues of stack n with opts' tuning
+// (zero Options: the defaults, which are the deployed stack's).
+func PlanFor(n resources.Names, opts Options) Plan {
+	opts.defaults()
+	newAndOld := string(ddbtypes.StreamViewTypeNewAndOldImages)
+	return Plan{
+		// The rows in them are listed in docs/tables.md.
+		Tables: []TableSpec{
+			{Name: n.EventsTable(), SortKey: true, StreamView: newAndOld},
+			{Name: n.InboxTable(), TTLAttribute: "ttl"},
+			{Name: n.DeadLettersTable(), SortKey: true},
+			{Name: n.AppTable(), SortKey: true, StreamView: newAndOld},
+		},
+		Queues: []QueueSpec{
+			{Name: n.EventsDLQ(), Attributes: map[string]string{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": "false",
+				"MessageRetentionPeriod":    maxRetention,
+				"SqsManagedSseEnabled":      "true",
+			}},
+			{Name: n.EventsQueue(), Attributes: map[string]string{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": "false",
+				// Deduplication ids are event ids, unique per tenant's
+				// group; per-group scope is what high-throughput FIFO
+				// needs.
+				"DeduplicationScope":     "messageGroup",
+				"FifoThroughputLimit":    "perMessageGroupId",
+				"VisibilityTimeout":      strconv.Itoa(int(opts.EventsVisibility.Seconds())),
+				"MessageRetentionPeriod": maxRetention,
+				"SqsManagedSseEnabled":   "true",
+			}, RedriveTo: n.EventsDLQ(), MaxReceiveCount: resources.EventsMaxReceiveCount},
+			{Name: n.RecordChangesQueue(), Attributes: map[string]string{
+				"VisibilityTimeout":      "30",
+				"MessageRetentionPeriod": "345600",
+				"SqsManagedSseEnabled":   "true",
+			}},
+		},
 	}
 }
+
+func (o *Options) defaults() {
+	if o.EventsVisibility == 0 {
+		o.EventsVisibility = 60 * time.Second
+	}
+	if o.TelemetryShards == 0 {
+		o.TelemetryShards = 1
+	}
+}
+
+// RecordedPart labels Provision's AWS calls in a recording (awscalls).
+const RecordedPart = "provision"
 
 // Provision creates what is missing and reports everything.
 func Provision(ctx context.Context, cfg aws.Config, n resources.Names, opts Options) (Report, error) {
-	if opts.EventsVisibility == 0 {
-		opts.EventsVisibility = 60 * time.Second
-	}
-	if opts.TelemetryShards == 0 {
-		opts.TelemetryShards = 1
-	}
+	opts.defaults()
+	plan := PlanFor(n, opts)
 	rep := Report{Stack: n.Stack}
+	// With BOWLINE_RECORD_CALLS set, every call is recorded as part
+	// "provision" (docs/iam.md): in AWS, CloudFormation makes them.
+	rec, err := awscalls.FromEnv()
+	if err != nil {
+		return rep, err
+	}
+	cfg = rec.Config(cfg, awscalls.Label{Part: RecordedPart, Stack: n.Stack})
 	want := func(p Part) bool { return opts.Parts == nil || slices.Contains(opts.Parts, p) }
 	if want(Tables) {
-		if err := provisionTables(ctx, cfg, n, &rep); err != nil {
+		if err := provisionTables(ctx, cfg, plan, &rep); err != nil {
 			return rep, err
 		}
 	}
 	if want(Queues) {
-		if err := provisionQueues(ctx, cfg, n, opts, &rep); err != nil {
+		if err := provisionQueues(ctx, cfg, plan, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -115,9 +212,9 @@ func Provision(ctx context.Context, cfg aws.Config, n resources.Names, opts Opti
 	return rep, nil
 }
 
-func provisionTables(ctx context.Context, cfg aws.Config, n resources.Names, rep *Report) error {
+func provisionTables(ctx context.Context, cfg aws.Config, plan Plan, rep *Report) error {
 	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
-	for _, t := range tables(n) {
+	for _, t := range plan.Tables {
 		r, err := ensureTable(ctx, ddb, t)
 		if err != nil {
 			return err
@@ -127,86 +224,79 @@ func provisionTables(ctx context.Context, cfg aws.Config, n resources.Names, rep
 	return nil
 }
 
-func provisionQueues(ctx context.Context, cfg aws.Config, n resources.Names, opts Options, rep *Report) error {
+func provisionQueues(ctx context.Context, cfg aws.Config, plan Plan, rep *Report) error {
 	q := sqs.NewFromConfig(cfg)
-	dlq, err := ensureQueue(ctx, q, n.EventsDLQ(), map[string]string{
-		"FifoQueue":              "true",
-		"MessageRetentionPeriod": "1209600",
-	})
-	if err != nil {
-		return err
+	arns := map[string]string{}
+	for _, spec := range plan.Queues {
+		attrs := maps.Clone(spec.Attributes)
+		if spec.RedriveTo != "" {
+			target, ok := arns[spec.RedriveTo]
+			if !ok {
+				return fmt.Errorf("queue %s redrives to %s, which the plan creates later or not at all", spec.Name, spec.RedriveTo)
+			}
+			redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": target, "maxReceiveCount": spec.MaxReceiveCount})
+			attrs["RedrivePolicy"] = string(redrive)
+		}
+		r, err := ensureQueue(ctx, q, spec.Name, attrs)
+		if err != nil {
+			return err
+		}
+		arns[spec.Name] = r.ARN
+		rep.Resources = append(rep.Resources, r)
 	}
-	redrive, _ := json.Marshal(map[string]string{
-		"deadLetterTargetArn": dlq.ARN,
-		"maxReceiveCount":     strconv.Itoa(resources.EventsMaxReceiveCount),
-	})
-	main, err := ensureQueue(ctx, q, n.EventsQueue(), map[string]string{
-		"FifoQueue":                 "true",
-		"ContentBasedDeduplication": "false",
-		"VisibilityTimeout":         strconv.Itoa(int(opts.EventsVisibility.Seconds())),
-		"RedrivePolicy":             string(redrive),
-	})
-	if err != nil {
-		return err
-	}
-	rc, err := ensureQueue(ctx, q, n.RecordChangesQueue(), map[string]string{"VisibilityTimeout": "30"})
-	if err != nil {
-		return err
-	}
-	rep.Resources = append(rep.Resources, dlq, main, rc)
 	return nil
 }
 
-func ensureTable(ctx context.Context, c *dynamodb.Client, t tableSpec) (Resource, error) {
-	r := Resource{Kind: "dynamodb-table", Name: t.name}
-	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &t.name})
+func ensureTable(ctx context.Context, c *dynamodb.Client, t TableSpec) (Resource, error) {
+	r := Resource{Kind: "dynamodb-table", Name: t.Name}
+	out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &t.Name})
 	var nf *ddbtypes.ResourceNotFoundException
 	switch {
 	case errors.As(err, &nf):
 		in := &dynamodb.CreateTableInput{
-			TableName:            &t.name,
+			TableName:            &t.Name,
 			BillingMode:          ddbtypes.BillingModePayPerRequest,
 			AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
 			KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
 		}
-		if t.sortK {
+		if t.SortKey {
 			in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{AttributeName: aws.String("sk"), AttributeType: ddbtypes.ScalarAttributeTypeS})
 			in.KeySchema = append(in.KeySchema, ddbtypes.KeySchemaElement{AttributeName: aws.String("sk"), KeyType: ddbtypes.KeyTypeRange})
 		}
-		if t.stream {
-			in.StreamSpecification = &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages}
+		if t.StreamView != "" {
+			in.StreamSpecification = &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewType(t.StreamView)}
 		}
 		if _, err := c.CreateTable(ctx, in); err != nil {
-			return r, fmt.Errorf("create table %s: %w", t.name, err)
+			return r, fmt.Errorf("create table %s: %w", t.Name, err)
 		}
 		r.Created = true
 		w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
 			o.MinDelay = 200 * time.Millisecond
 			o.MaxDelay = 2 * time.Second
 		})
-		out, err = w.WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: &t.name}, 2*time.Minute)
+		out, err = w.WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: &t.Name}, 2*time.Minute)
 		if err != nil {
-			return r, fmt.Errorf("wait for table %s: %w", t.name, err)
+			return r, fmt.Errorf("wait for table %s: %w", t.Name, err)
 		}
 	case err != nil:
-		return r, fmt.Errorf("describe table %s: %w", t.name, err)
+		return r, fmt.Errorf("describe table %s: %w", t.Name, err)
 	}
 	r.ARN = aws.ToString(out.Table.TableArn)
 	r.Stream = aws.ToString(out.Table.LatestStreamArn)
-	if t.stream && r.Stream == "" {
-		return r, fmt.Errorf("table %s exists without a stream: enable NEW_AND_OLD_IMAGES on it", t.name)
+	if t.StreamView != "" && r.Stream == "" {
+		return r, fmt.Errorf("table %s exists without a stream: enable %s on it", t.Name, t.StreamView)
 	}
-	if t.ttl != "" {
-		ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &t.name})
+	if t.TTLAttribute != "" {
+		ttl, err := c.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &t.Name})
 		if err != nil {
-			return r, fmt.Errorf("describe ttl of %s: %w", t.name, err)
+			return r, fmt.Errorf("describe ttl of %s: %w", t.Name, err)
 		}
 		if d := ttl.TimeToLiveDescription; d == nil || d.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled {
 			if _, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-				TableName:               &t.name,
-				TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: &t.ttl, Enabled: aws.Bool(true)},
+				TableName:               &t.Name,
+				TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: &t.TTLAttribute, Enabled: aws.Bool(true)},
 			}); err != nil {
-				return r, fmt.Errorf("enable ttl on %s: %w", t.name, err)
+				return r, fmt.Errorf("enable ttl on %s: %w", t.Name, err)
 			}
 		}
 	}
@@ -228,16 +318,8 @@ func ensureQueue(ctx context.Context, c *sqs.Client, name string, attrs map[stri
 		return r, fmt.Errorf("get queue url %s: %w", name, err)
 	default:
 		r.URL = aws.ToString(got.QueueUrl)
-		// Bring an existing queue's settings to what Bowline needs
-		// (FifoQueue cannot change and is not sent).
-		set := map[string]string{}
-		for k, v := range attrs {
-			if k != "FifoQueue" {
-				set[k] = v
-			}
-		}
-		if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &r.URL, Attributes: set}); err != nil {
-			return r, fmt.Errorf("set attributes of queue %s: %w", name, err)
+		if err := alignQueue(ctx, c, name, r.URL, attrs); err != nil {
+			return r, err
 		}
 	}
 	a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &r.URL, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
@@ -246,6 +328,50 @@ func ensureQueue(ctx context.Context, c *sqs.Client, name string, attrs map[stri
 	}
 	r.ARN = a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
 	return r, nil
+}
+
+// alignQueue brings an existing queue's settings to attrs: it sets the
+// attributes whose current value differs. FifoQueue cannot change and is
+// not sent; an attribute the endpoint does not report (an emulator that
+// does not model it, as fauxqs does not SqsManagedSseEnabled) is left
+// alone. RedrivePolicy is compared as JSON.
+func alignQueue(ctx context.Context, c *sqs.Client, name, url string, attrs map[string]string) error {
+	cur, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil {
+		return fmt.Errorf("get attributes of queue %s: %w", name, err)
+	}
+	set := map[string]string{}
+	for k, v := range attrs {
+		have, ok := cur.Attributes[k]
+		if k == "FifoQueue" || !ok || SameAttribute(k, have, v) {
+			continue
+		}
+		set[k] = v
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: &url, Attributes: set}); err != nil {
+		return fmt.Errorf("set attributes %v of queue %s: %w", slices.Sorted(maps.Keys(set)), name, err)
+	}
+	return nil
+}
+
+// SameAttribute reports whether two values of queue attribute name are
+// the same setting: RedrivePolicy compares as JSON (SQS returns
+// maxReceiveCount as a number or a string), the rest as strings.
+func SameAttribute(name, a, b string) bool {
+	if name != "RedrivePolicy" {
+		return a == b
+	}
+	var pa, pb struct {
+		Target string          `json:"deadLetterTargetArn"`
+		Max    json.RawMessage `json:"maxReceiveCount"`
+	}
+	if json.Unmarshal([]byte(a), &pa) != nil || json.Unmarshal([]byte(b), &pb) != nil {
+		return a == b
+	}
+	return pa.Target == pb.Target && strings.Trim(string(pa.Max), `"`) == strings.Trim(string(pb.Max), `"`)
 }
 
 func ensureStream(ctx context.Context, c *kinesis.Client, name string, shards int32) (Resource, error) {

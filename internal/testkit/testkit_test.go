@@ -84,3 +84,26 @@ func TestWaitForFailsWhenTestContextEnds(t *testing.T) {
 		t.Errorf("failure = %q; want %q", f.failed, want)
 	}
 }
+
+// A slow step that keeps moving is waited for; one that stops is failed.
+func TestWaitProgressWaitsWhileMovingAndFailsWhenStuck(t *testing.T) {
+	n := 0
+	f := run(t, t.Context(), func(f *fakeT) {
+		// Each step moves by one: never stuck, however long it takes
+		// beyond the stall window.
+		testkit.WaitProgress(f, "twenty steps", time.Millisecond, 5*time.Millisecond, func() (bool, int) {
+			n++
+			time.Sleep(time.Millisecond)
+			return n == 20, n
+		})
+	})
+	if f.failed != "" || n != 20 {
+		t.Errorf("WaitProgress on a moving step: failure %q after %d steps; want none after 20", f.failed, n)
+	}
+	f = run(t, t.Context(), func(f *fakeT) {
+		testkit.WaitProgress(f, "a stuck step", time.Millisecond, 20*time.Millisecond, func() (bool, int) { return false, 7 })
+	})
+	if want := "no progress for 20ms waiting for a stuck step (stuck at 7)"; f.failed != want {
+		t.Errorf("failure = %q; want %q", f.failed, want)
+	}
+}

@@ -41,3 +41,31 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		}
 	}
 }
+
+// WaitProgress polls step every interval until it reports done. It fails
+// the test only when step's progress count has not grown for stall (or the
+// test's context ends): a slow emulator on a loaded machine takes longer,
+// a stuck pipeline fails. Use it where the amount of work, not a bug,
+// decides how long a wait takes; what names the wait in the failure.
+func WaitProgress(t testing.TB, what string, interval, stall time.Duration, step func() (done bool, progress int)) {
+	t.Helper()
+	last, lastAt := -1, time.Now()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		done, n := step()
+		if done {
+			return
+		}
+		if n > last {
+			last, lastAt = n, time.Now()
+		} else if time.Since(lastAt) > stall {
+			t.Fatalf("no progress for %s waiting for %s (stuck at %d)", stall, what, n)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("test ended while waiting for %s: %v", what, t.Context().Err())
+		case <-tick.C:
+		}
+	}
+}

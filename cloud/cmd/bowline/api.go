@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/bowline-iot/bowline/cloud/app"
 
@@ -14,10 +17,10 @@ import (
 )
 
 func runAPI(ctx context.Context, args []string) error {
-	fs := cli.NewFlags("bowline api", "HTTP API: orders, payment webhooks, reconcile, /healthz, /metrics",
+	fs := cli.NewFlags("bowline api", "HTTP API: orders, payment webhooks, reconcile, the web console, /healthz, /metrics",
 		"bowline api [--addr host:port]\n\n"+
 			"Environment: "+api.TokensEnv+"=\"tokenA=tenant1,tokenB=tenant2\" (bearer tokens for /v1/orders),\n"+
-			api.OpsTokenEnv+" (bearer token for /v1/ops/reconcile), "+api.WebhookSecretEnv+" (required: the\n"+
+			api.OpsTokenEnv+" (bearer token for /v1/ops/reconcile and the console's login;\nwithout it /console/ refuses), "+api.WebhookSecretEnv+" (required: the\n"+
 			"payment webhook's HMAC secret), "+api.AddrEnv+", BOWLINE_STACK and the standard AWS SDK variables.")
 	addr := fs.String("addr", cli.EnvDefault(api.AddrEnv, api.DefaultAddr), "address to listen on (env "+api.AddrEnv+")")
 	if err := cli.Parse(fs, args); err != nil {
@@ -42,11 +45,32 @@ func runAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stack.Close()
-	a, err := stack.API(settings, nil)
+	// The console needs the ops token; without it /console/ refuses.
+	var con http.Handler
+	var run func(context.Context) error
+	if settings.OpsToken != "" {
+		// A full verification reads every event: once a minute, not every 5 s.
+		c, err := stack.Console(ctx, app.ConsoleOptions{OpsToken: settings.OpsToken, VerifyEvery: time.Minute})
+		if err != nil {
+			return err
+		}
+		con, run = c, c.Run
+	}
+	a, err := stack.APIWithConsole(settings, con, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	return a.Serve(ctx, *addr, func(addr net.Addr) {
+	g := app.NewGroup(ctx, log)
+	if run != nil {
+		g.Go("console", run)
+	}
+	serveErr := a.Serve(g.Context(), *addr, func(addr net.Addr) {
 		fmt.Fprintf(os.Stdout, "bowline api listening on http://%s (stack %s)\n", addr, stack.Names.Stack)
+		if con != nil {
+			fmt.Fprintf(os.Stdout, "console: http://%s/console/ (log in with %s)\n", addr, api.OpsTokenEnv)
+		} else {
+			fmt.Fprintf(os.Stdout, "console: disabled (%s is not set)\n", api.OpsTokenEnv)
+		}
 	})
+	return errors.Join(serveErr, g.Close())
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,28 +13,48 @@ import (
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 
+// The demo clock of `bowline dev` without flags: pets eat by day, so the
+// bowls boot at breakfast (refills come around 07:00), at a speed that
+// gives about one meal a minute across four bowls, with a first meal in
+// each bowl within seconds (docs/console.md).
+const (
+	demoStart     = "07:00"
+	demoSpeed     = 30.0
+	demoSpeedText = "30"
+	demoRate      = 10
+	demoRateText  = "10"
+	demoFirstMeal = 2 * time.Minute
+)
+
 func runDev(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("bowline dev",
-		"run the whole system locally: emulators, broker, provisioning, services, simulated bowls with edge agents",
-		"bowline dev [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--every 5s] [--data-dir DIR] [--json]\n\n"+
+		"run the whole system locally: emulators, broker, provisioning, services, simulated bowls with edge agents, the web console",
+		"bowline dev [--real-time] [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--rate HZ] [--verbose] [--json]\n\n"+
 			"Starts DynamoDB Local, fauxqs, kinesis-local and an embedded MQTT broker, provisions the\n"+
 			"stack, registers every simulated bowl to its tenant, and runs ingest, both relays, the\n"+
-			"worker with the cloud subscribers, the record-change consumer, the API and fake providers\n"+
-			"in this process, plus N simulated bowls, each with its own edge agent and outbox. Prints\n"+
-			"where everything listens, then one line of live figures every --every. Ctrl-C stops all.\n\n"+
+			"worker with the cloud subscribers, the record-change consumer, the API with the web console\n"+
+			"and fake providers in this process, plus N simulated bowls, each with its own edge agent and\n"+
+			"outbox. Prints the console's one-click login URL first, then one line of live figures every\n"+
+			"--every. Ctrl-C stops all.\n\n"+
+			"By default the bowls run on a demo clock: from "+demoStart+" UTC at "+demoSpeedText+"x, "+demoRateText+" Hz, with a\n"+
+			"first meal in each bowl at once, so meals, intake records and chains move within the first\n"+
+			"minute whatever the time of day. --real-time runs them on the wall clock instead (speed 1,\n"+
+			"now, 50 Hz); --speed, --start and --rate override either.\n\n"+
 			"Environment: "+api.AddrEnv+" (default "+api.DefaultAddr+"), "+api.TokensEnv+", "+api.WebhookSecretEnv+",\n"+
 			api.OpsTokenEnv+" (generated and printed when unset), BOWLINE_STACK (default dev).\n"+
 			"Needs ./scripts/setup to have run (./scripts/run does it).")
 	bowls := fs.Int("bowls", dev.DefaultBowls, "simulated bowls, each with its own edge agent (0: none)")
 	tenants := fs.Int("tenants", dev.DefaultTenants, "tenants the bowls are shared among, round robin (ignored when "+api.TokensEnv+" names them)")
-	speed := fs.Float64("speed", dev.DefaultSpeed, "simulated seconds per real second")
-	rate := fs.Int("rate", dev.DefaultRateHz, "load cell sample rate in Hz (1..50)")
+	realTime := fs.Bool("real-time", false, "run the bowls on the wall clock: --speed 1, --start now, --rate 50, no demo meal")
+	speed := fs.Float64("speed", demoSpeed, "simulated seconds per real second (1 with --real-time)")
+	rate := fs.Int("rate", demoRate, "load cell sample rate in Hz, 1..50 (50 with --real-time)")
 	seed := fs.Uint64("seed", 1, "simulation seed: the same seed gives the same bowls")
 	duration := fs.Duration("duration", 0, "simulated time the bowls run (0: until stopped)")
-	start := fs.String("start", "", "simulated UTC time of day the bowls boot, HH:MM, the latest one not after now (default: now); pets eat by day, so\n--start 07:00 --speed 120 shows meals within a minute")
+	start := fs.String("start", demoStart, "simulated UTC time of day the bowls boot, HH:MM, the latest one not after now (\"now\" with --real-time)")
 	every := fs.Duration("every", dev.DefaultEvery, "period of the status line")
 	dataDir := fs.String("data-dir", "", "directory for the agents' outboxes and the bowls' sockets (default: a temporary one, removed on exit)")
 	jsonOut := fs.Bool("json", false, "print the startup report and the status lines as JSON lines")
+	verboseReport := fs.Bool("verbose", false, "print the whole startup report: endpoints, resources, tokens, the fakes, each agent, the export lines")
 	verbose := fs.Bool("v", false, "log at debug level (default: warnings and errors)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -41,15 +62,30 @@ func runDev(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	firstMeal := demoFirstMeal
+	if *realTime {
+		firstMeal = 0
+		if !set["speed"] {
+			*speed = 1
+		}
+		if !set["rate"] {
+			*rate = dev.DefaultRateHz
+		}
+		if !set["start"] {
+			*start = "now"
+		}
+	}
 	if *bowls < 0 || *tenants < 1 || *speed <= 0 || *every <= 0 {
 		return fmt.Errorf("%w: --bowls %d, --tenants %d, --speed %v, --every %v: want bowls >= 0, tenants >= 1, speed and every > 0",
 			cli.ErrUsage, *bowls, *tenants, *speed, *every)
 	}
 	var startAt time.Time
-	if *start != "" {
+	if *start != "now" && *start != "" {
 		hm, err := time.Parse("15:04", *start)
 		if err != nil {
-			return fmt.Errorf("%w: --start %q: want HH:MM (UTC)", cli.ErrUsage, *start)
+			return fmt.Errorf("%w: --start %q: want HH:MM (UTC) or now", cli.ErrUsage, *start)
 		}
 		now := time.Now().UTC()
 		y, m, d := now.Date()
@@ -69,8 +105,8 @@ func runDev(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg := dev.Config{
 		Bowls: *bowls, NoBowls: *bowls == 0, Seed: *seed, Speed: *speed, RateHz: *rate, Duration: *duration, Start: startAt,
-		DataDir: *dataDir, APIAddr: settings.Addr, Settings: settings, Every: *every, JSON: *jsonOut,
-		Out: os.Stdout, Logger: log,
+		FirstMealAfter: firstMeal, DataDir: *dataDir, APIAddr: settings.Addr, Settings: settings, Every: *every,
+		JSON: *jsonOut, Verbose: *verboseReport, Out: os.Stdout, Logger: log,
 	}
 	if len(settings.Tokens) == 0 {
 		cfg.Tenants = dev.DefaultTenantNames(*tenants)

@@ -105,15 +105,14 @@ func (p *proc) stop(t *testing.T) {
 	}
 }
 
-// TestCommandsAsProcesses runs `bowline api`, `bowline relay` and `bowline
+// commandsAsProcesses runs `bowline api`, `bowline relay` and `bowline
 // worker` as processes configured only by the environment: the worker's
 // registry must carry the cloud subscribers (a paid order reaches each fake
 // provider once), and a contact change must travel the BEST_EFFORT lane
 // (app stream -> record-changes -> contact_changes) into the worker's
 // owner directory.
-func TestCommandsAsProcesses(t *testing.T) {
+func commandsAsProcesses(t *testing.T, bin string) {
 	lstest.Stack(t)
-	bin := bowlineBin(t)
 	ctx := context.Background()
 	names := freshStack(t)
 	fk, err := fakes.Serve(ctx, fakes.NewSet())

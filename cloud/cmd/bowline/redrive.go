@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,7 +33,9 @@ func redriveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		"bowline redrive (--event ID [--event ID]... | --all) [--dry-run] [--json]\n\n"+
 			"For each selected message in the DLQ: release its dead inbox rows so the fixed handlers\n"+
 			"can claim them again, send it back with the same group and a fresh deduplication id, and\n"+
-			"delete it from the DLQ. Prints what moved and what was skipped and why.\n"+
+			"delete it from the DLQ. An event queued behind others of its tenant is reached by walking\n"+
+			"the group (the others keep their order). Prints what moved and what was skipped and why;\n"+
+			"exits 1 naming the ids it did not find.\n"+
 			"Environment: BOWLINE_STACK and the standard AWS SDK variables.")
 	var ids eventIDs
 	fs.Var(&ids, "event", "event id to redrive (repeatable)")
@@ -61,7 +64,20 @@ func redriveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if err := printRedrive(stdout, res, *asJSON); err != nil {
+		return err
+	}
+	if len(res.NotFound) > 0 {
+		return fmt.Errorf("%w: %s", errNotInDLQ, strings.Join(res.NotFound, ", "))
+	}
+	return nil
+}
+
+// errNotInDLQ: an event asked for is not in the DLQ (exit status 1).
+var errNotInDLQ = errors.New("not in the dead-letter queue")
+
+func printRedrive(stdout io.Writer, res redrive.Result, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
@@ -84,8 +100,15 @@ func redriveCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "skipped %s: %s\n", what, it.Reason)
 	}
+	for _, g := range res.Walked {
+		fmt.Fprintf(stdout, "walked group %s: its other messages are back in order under new message ids\n", g)
+	}
+	why := "not in the DLQ"
+	if res.DryRun {
+		why = "not in the DLQ, or behind held messages of its group (a dry run does not walk groups)"
+	}
 	for _, id := range res.NotFound {
-		fmt.Fprintf(stdout, "not found %s: not in the DLQ, or behind a skipped message of its tenant\n", id)
+		fmt.Fprintf(stdout, "not found %s: %s\n", id, why)
 	}
 	fmt.Fprintf(stdout, "%d %s, %d skipped, %d not found\n", len(res.Moved), verb, len(res.Skipped), len(res.NotFound))
 	return nil

@@ -16,11 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/worker"
+	"github.com/bowline-iot/bowline/internal/awscalls"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/provision"
@@ -28,14 +31,18 @@ import (
 	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
-// TestBowlineCommands builds the bowline binary once and runs the
-// end-to-end scenarios with it, one after the other (they share the stack's
-// provisioned queues).
+// TestBowlineCommands runs the end-to-end scenarios with the bowline
+// commands as processes, one after the other (they share the stack's
+// provisioned queues). Every AWS call those processes make is recorded and,
+// at the end, checked against the role that makes it in AWS (iamtest,
+// docs/iam.md).
 func TestBowlineCommands(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the bowline binary")
+		t.Skip("runs the bowline commands as processes")
 	}
+	iamtest.Record(t)
 	bin := bowlineBin(t)
+	t.Run("api, relay and worker as processes", func(t *testing.T) { commandsAsProcesses(t, bin) })
 	t.Run("relay and worker deliver", func(t *testing.T) { relayAndWorkerDeliver(t, bin) })
 	t.Run("runbook redrive --all", func(t *testing.T) { runbookRedriveAll(t, bin) })
 }
@@ -61,13 +68,23 @@ func runbookRedriveAll(t *testing.T, bin string) {
 	sq := sqs.NewFromConfig(cfg)
 	qURL, dlqURL := url(ctx, t, sq, names.EventsQueue()), url(ctx, t, sq, names.EventsDLQ())
 	in, _ := inbox.New(inbox.Config{Client: ddb, Table: names.InboxTable()})
-	dl, _ := deadletter.New(ddb, names.DeadLettersTable(), nil)
+	// The worker is `bowline worker`'s engine worker with a handler the
+	// test controls: its clients record its calls as the worker's (the
+	// dead-lettering path the IAM check must see), the test's own do not.
+	rec, err := awscalls.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcfg := rec.Config(cfg, awscalls.Label{Part: app.PartWorker, Stack: names.Stack})
+	wddb := dynamodb.NewFromConfig(wcfg, awsenv.DynamoDBOptions)
+	win, _ := inbox.New(inbox.Config{Client: wddb, Table: names.InboxTable()})
+	dl, _ := deadletter.New(wddb, names.DeadLettersTable(), nil)
 
 	var broken atomic.Bool
 	var oks atomic.Int32
 	broken.Store(true)
 	w, err := worker.New(worker.Config{
-		Queue: sq, QueueURL: qURL, DLQURL: dlqURL, Inbox: in, DeadLetters: dl,
+		Queue: sqs.NewFromConfig(wcfg), QueueURL: qURL, DLQURL: dlqURL, Inbox: win, DeadLetters: dl,
 		WaitTime: time.Second, Lease: 2 * time.Second, RetryDelay: time.Second, Logger: slog.New(slog.DiscardHandler),
 		Subscriptions: []engine.Subscription{{Name: "shopify_mirror", Pattern: "com.payment_completed", Lane: engine.Durable,
 			Handler: func(context.Context, engine.Envelope) error {
@@ -111,6 +128,12 @@ func runbookRedriveAll(t *testing.T, bin string) {
 	if out, err := list.Output(); err != nil || !strings.Contains(string(out), env.ID) || !strings.Contains(string(out), "open") ||
 		!strings.Contains(string(out), "shopify 500") {
 		t.Errorf("bowline dead-letters --tenant %s = %q, %v; want the open letter with its error", tenant, out, err)
+	}
+	// The runbook's first step lists every tenant's letters.
+	all := exec.CommandContext(ctx, bin, "dead-letters", "--json")
+	all.Env = stackEnv
+	if out, err := all.Output(); err != nil || !strings.Contains(string(out), env.ID) {
+		t.Errorf("bowline dead-letters --json = %q, %v; want the letter of %s", out, err, env.ID)
 	}
 	broken.Store(false)
 

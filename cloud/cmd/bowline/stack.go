@@ -14,14 +14,15 @@ import (
 )
 
 // openApp opens the stack named by BOWLINE_STACK with the AWS SDK's own
-// configuration (cloud/app is the one composition root). A bad BOWLINE_STACK
-// is a usage error (exit status 2). reg may be nil when the command serves
-// no metrics.
+// configuration (cloud/app is the one composition root), for the part the
+// running command is (its AWS calls are recorded under its name when
+// BOWLINE_RECORD_CALLS is set). A bad BOWLINE_STACK is a usage error (exit
+// status 2). reg may be nil when the command serves no metrics.
 func openApp(ctx context.Context, log *slog.Logger, reg *prometheus.Registry) (*app.App, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	a, err := app.FromEnv(ctx, log, reg)
+	a, err := app.FromEnv(ctx, cli.CommandName(ctx), log, reg)
 	var ce *app.ConfigError
 	if errors.As(err, &ce) {
 		return nil, fmt.Errorf("%w: %v", cli.ErrUsage, err)

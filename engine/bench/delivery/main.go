@@ -5,9 +5,16 @@
 // inbox, and the DynamoDB and SQS calls the relay and worker make per
 // delivered event. Beside it, in the same run and on the same queue, it
 // measures the raw receive+delete rate, the ceiling any consumer of that
-// queue has.
+// queue has, and reports the pipeline's rate as a share of it.
 //
 //	go run ./engine/bench/delivery [--events 400] [--tenants 20] [--pollers 4] [--json]
+//
+// Latency is from the relay's send of an event's message (just before its
+// SendMessageBatch call) to the last of its four handlers done. All events
+// are in the table before the relay starts, so this is latency under a
+// backlog the size of --events, not at rest; the e2e section measures the
+// latter. The worker's own DynamoDB calls are also counted apart, per
+// subscription per event: the floor is 2 (claim and complete).
 //
 // It starts its own emulators (internal/localstack), so numbers reflect the
 // local stand-ins (DynamoDB Local, fauxqs), not AWS; fauxqs hands out one
@@ -25,6 +32,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +55,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/relay"
 	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/latency"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -57,8 +66,12 @@ type Result struct {
 	Tenants       int `json:"tenants"`
 	Subscriptions int `json:"subscriptions"`
 	Pollers       int `json:"pollers"`
-	// RawReceiveDeletePerSec is messages/s for receive(10)+delete alone.
+	// RawReceiveDeletePerSec is messages/s for receive(10)+delete alone,
+	// one DeleteMessage per message: the baseline of the target.
 	RawReceiveDeletePerSec float64 `json:"raw_receive_delete_per_sec"`
+	// RawBatchedPerSec is the same with one DeleteMessageBatch per
+	// receive: the queue's real ceiling.
+	RawBatchedPerSec float64 `json:"raw_receive_delete_batch_per_sec"`
 	// EventsPerSec is events/s from first relay start to the last of
 	// Events x Subscriptions completions.
 	EventsPerSec float64 `json:"events_per_sec"`
@@ -68,7 +81,25 @@ type Result struct {
 	DynamoDBCallsPerEvent float64            `json:"dynamodb_calls_per_event"`
 	SQSCallsPerEvent      float64            `json:"sqs_calls_per_event"`
 	CallsByOperation      map[string]float64 `json:"calls_per_event_by_operation"`
-	Seconds               float64            `json:"seconds"`
+	// WorkerDynamoDBCallsPerSubscription is the worker's DynamoDB calls
+	// per subscription per event (claim + complete = 2).
+	WorkerDynamoDBCallsPerSubscription float64 `json:"worker_dynamodb_calls_per_subscription"`
+	// ShareOfRaw is EventsPerSec / RawReceiveDeletePerSec.
+	ShareOfRaw float64 `json:"share_of_raw"`
+	// WorkerOnlyPerSec is events/s of the worker alone on the same queue
+	// (messages sent straight to it, in-memory inbox): the worker's own
+	// cost against the batched raw rate, WorkerOnlyShareOfRaw.
+	WorkerOnlyPerSec     float64 `json:"worker_only_events_per_sec"`
+	WorkerOnlyShareOfRaw float64 `json:"worker_only_share_of_raw"`
+	// InboxCeilingPerSec is events/s of claim + complete of four
+	// subscriptions through the inbox on the same DynamoDB, without a
+	// queue; ShareOfCeiling is EventsPerSec over the lower of it and the
+	// raw rate.
+	InboxCeilingPerSec float64 `json:"inbox_ceiling_events_per_sec"`
+	ShareOfCeiling     float64 `json:"share_of_ceiling"`
+	// Latency is from the relay's send to the event's last handler done.
+	Latency latency.Summary `json:"latency_ms"`
+	Seconds float64         `json:"seconds"`
 	// RelaySeconds is when the relay had forwarded every event.
 	RelaySeconds float64 `json:"relay_seconds"`
 }
@@ -114,11 +145,14 @@ func run(args []string, stdout io.Writer) error {
 	}
 	defer stack.Close()
 	names, plain := stack.Names, stack.AWS
-	counted, calls := countingConfig(plain)
+	calls := &callCounter{n: map[string]int{}}
+	counted := countingConfig(plain, calls, "")
+	workerCounted := countingConfig(plain, calls, "worker ")
 	b := &bench{
 		names: names, events: *events, tenants: *tenants, pollers: *pollers,
 		hddb: dynamodb.NewFromConfig(plain, awsenv.DynamoDBOptions), hsqs: sqs.NewFromConfig(plain),
 		ddb: dynamodb.NewFromConfig(counted, awsenv.DynamoDBOptions), sqs: sqs.NewFromConfig(counted),
+		wddb: dynamodb.NewFromConfig(workerCounted, awsenv.DynamoDBOptions), wsqs: sqs.NewFromConfig(workerCounted),
 		streams: dynamodbstreams.NewFromConfig(counted), calls: calls,
 	}
 	if b.queue, err = queueURL(ctx, b.hsqs, names.EventsQueue()); err != nil {
@@ -128,11 +162,31 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	res := Result{Events: *events, Tenants: *tenants, Subscriptions: 4, Pollers: *pollers}
-	if res.RawReceiveDeletePerSec, err = b.raw(ctx); err != nil {
+	if res.RawReceiveDeletePerSec, err = b.raw(ctx, false); err != nil {
+		return err
+	}
+	if res.RawBatchedPerSec, err = b.raw(ctx, true); err != nil {
+		return err
+	}
+	if res.WorkerOnlyPerSec, err = b.workerOnly(ctx); err != nil {
 		return err
 	}
 	if err := b.pipeline(ctx, &res); err != nil {
 		return err
+	}
+	// After the pipeline, so DynamoDB Local's JIT is as warm as it was
+	// for the pipeline.
+	if res.InboxCeilingPerSec, err = b.inboxCeiling(ctx); err != nil {
+		return err
+	}
+	if res.RawReceiveDeletePerSec > 0 {
+		res.ShareOfRaw = res.EventsPerSec / res.RawReceiveDeletePerSec
+	}
+	if res.RawBatchedPerSec > 0 {
+		res.WorkerOnlyShareOfRaw = res.WorkerOnlyPerSec / res.RawBatchedPerSec
+	}
+	if c := min(res.RawReceiveDeletePerSec, res.InboxCeilingPerSec); c > 0 {
+		res.ShareOfCeiling = res.EventsPerSec / c
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -141,9 +195,15 @@ func run(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "bench delivery: %d events over %d tenants, 4 durable subscriptions, %d pollers (local stack)\n", res.Events, res.Tenants, res.Pollers)
 	fmt.Fprintf(stdout, "  raw receive+delete      %8.1f msg/s\n", res.RawReceiveDeletePerSec)
+	fmt.Fprintf(stdout, "  raw, batched deletes    %8.1f msg/s\n", res.RawBatchedPerSec)
+	fmt.Fprintf(stdout, "  worker, in-memory inbox %8.1f events/s  (%.0f %% of raw with batched deletes)\n", res.WorkerOnlyPerSec, 100*res.WorkerOnlyShareOfRaw)
+	fmt.Fprintf(stdout, "  inbox alone (DynamoDB)  %8.1f events/s  (claim + complete x 4, no queue)\n", res.InboxCeilingPerSec)
 	fmt.Fprintf(stdout, "  relay + worker          %8.1f events/s  (%.1f handler runs/s, %.1fs)\n", res.EventsPerSec, res.HandlerRunsPerSec, res.Seconds)
+	fmt.Fprintf(stdout, "  share of raw            %8.0f %%  (of the lower ceiling: %.0f %%)\n", 100*res.ShareOfRaw, 100*res.ShareOfCeiling)
+	fmt.Fprintf(stdout, "  send -> last handler    p50 %.0f ms  p99 %.0f ms  max %.0f ms  (%d events, backlog of %d)\n", res.Latency.P50, res.Latency.P99, res.Latency.Max, res.Latency.N, res.Events)
 	fmt.Fprintf(stdout, "  relay forwarded all in  %8.1fs\n", res.RelaySeconds)
 	fmt.Fprintf(stdout, "  calls per event         %8.2f DynamoDB  %6.2f SQS\n", res.DynamoDBCallsPerEvent, res.SQSCallsPerEvent)
+	fmt.Fprintf(stdout, "  worker DynamoDB calls   %8.2f per subscription per event (claim + complete = 2)\n", res.WorkerDynamoDBCallsPerSubscription)
 	ops := make([]string, 0, len(res.CallsByOperation))
 	for op := range res.CallsByOperation {
 		ops = append(ops, op)
@@ -158,22 +218,27 @@ func run(args []string, stdout io.Writer) error {
 type bench struct {
 	names                    resources.Names
 	events, tenants, pollers int
-	hddb, ddb                *dynamodb.Client // h*: the harness's own, uncounted
-	hsqs, sqs                *sqs.Client
+	hddb, ddb, wddb          *dynamodb.Client // h*: the harness's own, uncounted; w*: the worker's
+	hsqs, sqs, wsqs          *sqs.Client
 	streams                  *dynamodbstreams.Client
 	queue, dlq               string
 	calls                    *callCounter
 }
 
 // raw sends events messages and times receive+delete of all of them with
-// the same number of pollers.
-func (b *bench) raw(ctx context.Context) (float64, error) {
+// the same number of pollers, one DeleteMessage per message (batched:
+// one DeleteMessageBatch per receive).
+func (b *bench) raw(ctx context.Context, batched bool) (float64, error) {
+	run := "raw"
+	if batched {
+		run = "rawbatch"
+	}
 	for i := 0; i < b.events; i += 10 {
 		var entries []sqstypes.SendMessageBatchRequestEntry
 		for j := i; j < min(i+10, b.events); j++ {
 			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
 				Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(`{"raw":true}`),
-				MessageGroupId: aws.String(fmt.Sprintf("g%d", j%b.tenants)), MessageDeduplicationId: aws.String(fmt.Sprintf("raw-%d", j)),
+				MessageGroupId: aws.String(fmt.Sprintf("g%d", j%b.tenants)), MessageDeduplicationId: aws.String(fmt.Sprintf("%s-%d", run, j)),
 			})
 		}
 		if _, err := b.hsqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(b.queue), Entries: entries}); err != nil {
@@ -192,6 +257,18 @@ func (b *bench) raw(ctx context.Context) (float64, error) {
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return
+				}
+				if batched && len(out.Messages) > 0 {
+					in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(b.queue)}
+					for i, m := range out.Messages {
+						in.Entries = append(in.Entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+					}
+					if res, err := b.hsqs.DeleteMessageBatch(ctx, in); err != nil || len(res.Failed) > 0 {
+						once.Do(func() { firstErr = fmt.Errorf("delete batch: %v (%d failed)", err, len(res.Failed)) })
+						return
+					}
+					got.Add(int64(len(out.Messages)))
+					continue
 				}
 				for _, m := range out.Messages {
 					if _, err := b.hsqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(b.queue), ReceiptHandle: m.ReceiptHandle}); err != nil {
@@ -217,11 +294,11 @@ func (b *bench) pipeline(ctx context.Context, res *Result) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	in, err := inbox.New(inbox.Config{Client: b.ddb, Table: b.names.InboxTable()})
+	in, err := inbox.New(inbox.Config{Client: b.wddb, Table: b.names.InboxTable()})
 	if err != nil {
 		return err
 	}
-	dl, err := deadletter.New(b.ddb, b.names.DeadLettersTable(), nil)
+	dl, err := deadletter.New(b.wddb, b.names.DeadLettersTable(), nil)
 	if err != nil {
 		return err
 	}
@@ -229,23 +306,25 @@ func (b *bench) pipeline(ctx context.Context, res *Result) error {
 	var done atomic.Int64
 	target := int64(b.events * 4)
 	finished := make(chan struct{})
+	clock := &sendClock{QueueAPI: b.sqs, sent: map[string]time.Time{}, handled: map[string]int{}}
 	var subs []engine.Subscription
 	for _, name := range []string{"fanout_a", "fanout_b", "fanout_c", "fanout_d"} {
 		subs = append(subs, engine.Subscription{Name: name, Pattern: benchType, Lane: engine.Durable,
-			Handler: func(context.Context, engine.Envelope) error {
+			Handler: func(_ context.Context, env engine.Envelope) error {
+				clock.handlerDone(env.ID, 4)
 				if done.Add(1) == target {
 					close(finished)
 				}
 				return nil
 			}})
 	}
-	w, err := worker.New(worker.Config{Queue: b.sqs, QueueURL: b.queue, DLQURL: b.dlq, Inbox: in, DeadLetters: dl,
+	w, err := worker.New(worker.Config{Queue: b.wsqs, QueueURL: b.queue, DLQURL: b.dlq, Inbox: in, DeadLetters: dl,
 		Subscriptions: subs, Pollers: b.pollers, WaitTime: time.Second, Logger: log})
 	if err != nil {
 		return err
 	}
 	r, err := relay.New(relay.Config{Pipe: relay.EventsPipe, Streams: b.streams, Table: b.names.EventsTable(), Tables: b.ddb,
-		Queue: b.sqs, QueueURL: b.queue, Checkpoints: b.ddb, CheckpointTable: b.names.InboxTable(),
+		Queue: clock, QueueURL: b.queue, Checkpoints: b.ddb, CheckpointTable: b.names.InboxTable(),
 		PollInterval: 50 * time.Millisecond, Logger: log, Observer: &relayWatch{target: int64(b.events), at: &relayDone}})
 	if err != nil {
 		return err
@@ -277,18 +356,65 @@ func (b *bench) pipeline(ctx context.Context, res *Result) error {
 	res.Seconds = elapsed.Seconds()
 	res.EventsPerSec = float64(b.events) / elapsed.Seconds()
 	res.HandlerRunsPerSec = res.EventsPerSec * 4
+	res.Latency = latency.Summarize(clock.latencies())
 	res.CallsByOperation = map[string]float64{}
 	for k, n := range snap {
 		per := float64(n) / float64(b.events)
 		res.CallsByOperation[k] = per
+		op := strings.TrimPrefix(k, "worker ")
 		switch {
-		case strings.HasPrefix(k, "SQS."):
+		case strings.HasPrefix(op, "SQS."):
 			res.SQSCallsPerEvent += per
 		default:
 			res.DynamoDBCallsPerEvent += per
+			if op != k && strings.HasPrefix(op, "DynamoDB.") {
+				res.WorkerDynamoDBCallsPerSubscription += per / 4
+			}
 		}
 	}
 	return nil
+}
+
+// sendClock is the relay's queue: it notes when each event's message is
+// sent (its deduplication id is the event id), and the handlers note when
+// each event's last subscription is done.
+type sendClock struct {
+	relay.QueueAPI
+	mu      sync.Mutex
+	sent    map[string]time.Time
+	handled map[string]int
+	lat     []time.Duration
+}
+
+func (c *sendClock) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	now := time.Now()
+	c.mu.Lock()
+	for _, e := range in.Entries {
+		id := aws.ToString(e.MessageDeduplicationId)
+		if _, ok := c.sent[id]; !ok {
+			c.sent[id] = now
+		}
+	}
+	c.mu.Unlock()
+	return c.QueueAPI.SendMessageBatch(ctx, in, opts...)
+}
+
+func (c *sendClock) handlerDone(eventID string, subs int) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handled[eventID]++
+	if c.handled[eventID] == subs {
+		if at, ok := c.sent[eventID]; ok {
+			c.lat = append(c.lat, now.Sub(at))
+		}
+	}
+}
+
+func (c *sendClock) latencies() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.lat...)
 }
 
 func (b *bench) writeEvents(ctx context.Context) error {
@@ -366,18 +492,18 @@ func (c *callCounter) snapshot() map[string]int {
 }
 
 // countingConfig returns a copy of cfg whose clients count every operation
-// they start (retries are not counted twice).
-func countingConfig(cfg aws.Config) (aws.Config, *callCounter) {
-	c := &callCounter{n: map[string]int{}}
+// they start in c, under prefix + "Service.Operation" (retries are not
+// counted twice).
+func countingConfig(cfg aws.Config, c *callCounter, prefix string) aws.Config {
 	cfg = cfg.Copy()
-	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench-delivery-count",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.add(awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx))
+				c.add(prefix + awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx))
 				return next.HandleInitialize(ctx, in)
 			}), middleware.Before)
 	})
-	return cfg, c
+	return cfg
 }
 
 // relayWatch notes when the relay has forwarded target messages.

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/bowline-iot/bowline/cloud/console"
+	"github.com/bowline-iot/bowline/engine/reconcile"
+)
+
+// ConsoleOptions are what the App cannot know about the console of this
+// process.
+type ConsoleOptions struct {
+	// OpsToken logs operators in (BOWLINE_OPS_TOKEN). Required: without
+	// it Console returns console.ErrNoOpsToken.
+	OpsToken string
+	// Agents are the edge agents whose status endpoints this process can
+	// reach (bowline dev's); Calls the providers' calls (its fakes).
+	Agents []console.Agent
+	Calls  console.ProviderCalls
+	// SimClock is bowline dev's simulated clock, shown in the header.
+	SimClock func() time.Time
+	// TelemetryFromStart reads the telemetry stream from its oldest
+	// record instead of its newest.
+	TelemetryFromStart bool
+	// Refresh and VerifyEvery: console.Config's; zero means its defaults.
+	Refresh, VerifyEvery time.Duration
+	// Logger defaults to the App's.
+	Logger *slog.Logger
+}
+
+// Console builds the web console on the App's clients, stores, queues,
+// registry and a redriver. Run it (its Run method) for as long as the API
+// that mounts it (APIWithConsole) serves.
+func (a *App) Console(ctx context.Context, opts ConsoleOptions) (*console.Console, error) {
+	if opts.OpsToken == "" {
+		return nil, console.ErrNoOpsToken
+	}
+	a = a.Part(PartConsole)
+	log := opts.Logger
+	if log == nil {
+		log = a.Logger
+	}
+	queue, dlq, err := a.eventQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	rc, err := a.QueueURL(ctx, a.Names.RecordChangesQueue())
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	red, err := a.redriver(ctx, nil) // the console's own: it redrives in the API's process
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	return console.New(console.Config{
+		OpsToken: opts.OpsToken, Names: a.Names, DB: a.DynamoDB,
+		Chains: a.Verifier(), DeadLetters: a.DeadLetters, Inbox: a.Inbox, Redriver: red,
+		Unsettled:     reconcile.InboxCheck{DB: a.DynamoDB, EventsTable: a.Names.EventsTable(), InboxTable: a.Names.InboxTable(), Subscriptions: a.Catalog.Subscriptions},
+		Subscriptions: a.Catalog.Subscriptions,
+		Queue:         a.SQS, QueueURLs: console.QueueURLs{Events: queue, DLQ: dlq, RecordChanges: rc},
+		Kinesis: a.Kinesis, TelemetryFromStart: opts.TelemetryFromStart,
+		Gatherer: a.Registry, Agents: opts.Agents, Calls: opts.Calls, SimClock: opts.SimClock,
+		Refresh: opts.Refresh, VerifyEvery: opts.VerifyEvery, Logger: log,
+	})
+}

@@ -1,0 +1,150 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// agentStatus is the part of an edge agent's /status document the console
+// shows (edge/status.Report; the console reads it over HTTP, as any
+// operator tool would, and links nothing of edge/).
+type agentStatus struct {
+	Tenant  string `json:"tenant"`
+	Gateway string `json:"gateway"`
+	Uptime  int64  `json:"uptime_ns"`
+	Lanes   struct {
+		Events    agentLane `json:"events"`
+		Telemetry agentLane `json:"telemetry"`
+	} `json:"lanes"`
+	MQTT struct {
+		Connected  bool      `json:"connected"`
+		LastPuback time.Time `json:"last_puback"`
+		LastError  string    `json:"last_error"`
+		Connects   int       `json:"connects"`
+		InFlight   int       `json:"in_flight"`
+		Published  int64     `json:"published"`
+		Acked      int64     `json:"acked"`
+	} `json:"mqtt"`
+	Bowls []struct {
+		Input     string    `json:"input"`
+		Device    string    `json:"device"`
+		Connected bool      `json:"connected"`
+		LastSeen  time.Time `json:"last_seen"`
+		LastError string    `json:"last_error"`
+	} `json:"bowls"`
+}
+
+type agentLane struct {
+	Backlog          int64   `json:"backlog"`
+	Bytes            int64   `json:"bytes"`
+	OldestAgeSeconds float64 `json:"oldest_age_s"`
+	Dropped          int64   `json:"dropped"`
+}
+
+// agentView is one agent's latest poll.
+type agentView struct {
+	Agent
+	Status agentStatus
+	// Err is why the last poll failed ("" when it answered).
+	Err string
+	At  time.Time
+	// PublishRate is MQTT messages per second between the last two polls.
+	PublishRate float64
+}
+
+// Up reports whether the agent answered and is connected to the broker.
+func (a agentView) Up() bool { return a.Err == "" && a.Status.MQTT.Connected }
+
+// Backlog is the agent's outbox backlog, both lanes.
+func (a agentView) Backlog() int64 {
+	return a.Status.Lanes.Events.Backlog + a.Status.Lanes.Telemetry.Backlog
+}
+
+// Oldest is the age in seconds of the oldest record waiting.
+func (a agentView) Oldest() float64 {
+	return max(a.Status.Lanes.Events.OldestAgeSeconds, a.Status.Lanes.Telemetry.OldestAgeSeconds)
+}
+
+// agentPoller polls every agent's /status.
+type agentPoller struct {
+	agents []Agent
+	client *http.Client
+
+	mu    sync.RWMutex
+	views map[string]agentView
+}
+
+func newAgentPoller(agents []Agent) *agentPoller {
+	return &agentPoller{agents: agents, client: &http.Client{Timeout: time.Second}, views: map[string]agentView{}}
+}
+
+func (p *agentPoller) poll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, a := range p.agents {
+		wg.Go(func() {
+			v := agentView{Agent: a, At: time.Now()}
+			st, err := p.fetch(ctx, a.StatusURL)
+			if err != nil {
+				v.Err = err.Error()
+			} else {
+				v.Status = st
+			}
+			p.mu.Lock()
+			if old, ok := p.views[a.Thing]; ok && v.Err == "" && old.Err == "" {
+				if dt := v.At.Sub(old.At).Seconds(); dt > 0 {
+					v.PublishRate = max(0, float64(v.Status.MQTT.Published-old.Status.MQTT.Published)/dt)
+				}
+			}
+			p.views[a.Thing] = v
+			p.mu.Unlock()
+		})
+	}
+	wg.Wait()
+}
+
+func (p *agentPoller) fetch(ctx context.Context, base string) (agentStatus, error) {
+	var st agentStatus
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("unreachable: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("status endpoint answered %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
+		return st, fmt.Errorf("status document: %w", err)
+	}
+	return st, nil
+}
+
+func (p *agentPoller) view(thing string) (agentView, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.views[thing]
+	return v, ok
+}
+
+func (p *agentPoller) all() []agentView {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]agentView, 0, len(p.agents))
+	for _, a := range p.agents {
+		if v, ok := p.views[a.Thing]; ok {
+			out = append(out, v)
+		} else {
+			out = append(out, agentView{Agent: a, Err: "not polled yet"})
+		}
+	}
+	return out
+}

@@ -1,0 +1,344 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/subscribers"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
+	"github.com/bowline-iot/bowline/engine/inbox"
+)
+
+// capacityG is a full bowl, for the food level bar (the simulator's and
+// the reference bowl's default).
+const capacityG = 400.0
+
+// windows are the weight chart's choices.
+var windows = []struct {
+	Key string
+	D   time.Duration
+}{{"30m", 30 * time.Minute}, {"2h", 2 * time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}}
+
+// things returns every bowl known to this process and its tenant: the
+// registry, the agents and the stream.
+func (c *Console) things() map[string]string {
+	out := c.telemetry.thingTenants()
+	c.mu.RLock()
+	for th, t := range c.devices {
+		out[th] = t
+	}
+	c.mu.RUnlock()
+	for _, a := range c.cfg.Agents {
+		out[a.Thing] = a.Tenant
+	}
+	return out
+}
+
+// bowlEvent is a device event of one bowl, with the device's times.
+type bowlEvent struct {
+	Env     engine.Envelope
+	Type    string
+	At      time.Time // when it happened on the bowl (device_at)
+	Started time.Time // a meal's start
+	Pet     string
+	Grams   float64
+	Level   float64
+	HasLvl  bool
+	Detail  string
+	Intake  string // record_intake's state, meals only
+}
+
+func payloadTime(p map[string]any, k string) time.Time {
+	s, _ := p[k].(string)
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+func payloadNum(p map[string]any, k string) (float64, bool) {
+	v, ok := p[k].(float64)
+	return v, ok
+}
+
+// bowlEvents returns thing's device events from tenant's log, oldest
+// first.
+func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
+	envs := c.log.events(tenant, func(e *engine.Envelope) bool {
+		th, _ := e.Payload["thing"].(string)
+		return th == thing && len(e.Type) > 5 && e.Type[:5] == "bowl."
+	})
+	out := make([]bowlEvent, 0, len(envs))
+	for _, e := range envs {
+		b := bowlEvent{Env: e, Type: e.Type, At: payloadTime(e.Payload, "device_at")}
+		if b.At.IsZero() {
+			b.At = e.OccurredAt
+		}
+		b.Pet, _ = e.Payload["pet_tag"].(string)
+		b.Grams, _ = payloadNum(e.Payload, "grams_eaten")
+		if e.Type == catalog.TypeRefilled {
+			b.Grams, _ = payloadNum(e.Payload, "grams_added")
+		}
+		b.Level, b.HasLvl = payloadNum(e.Payload, "level_g")
+		b.Started = payloadTime(e.Payload, "started_at")
+		switch e.Type {
+		case catalog.TypeMealFinished:
+			d, _ := payloadNum(e.Payload, "duration_s")
+			b.Detail = fmt.Sprintf("%.1f g in %.0f s", b.Grams, d)
+			if b.Started.IsZero() {
+				b.Started = b.At.Add(-time.Duration(d * float64(time.Second)))
+			}
+		case catalog.TypeRefilled:
+			b.Detail = fmt.Sprintf("+%.1f g, level %.0f g", b.Grams, b.Level)
+		case catalog.TypeDeviceFault:
+			b.Detail = fmt.Sprintf("code %v: %v", e.Payload["code"], e.Payload["detail"])
+		case catalog.TypeDataGap:
+			b.Detail = fmt.Sprintf("%v lane seq %v-%v missing", e.Payload["lane"], e.Payload["from_seq"], e.Payload["to_seq"])
+		case catalog.TypeTelemetryDropped:
+			b.Detail = fmt.Sprintf("%v samples dropped at the gateway (%v)", e.Payload["count"], e.Payload["reason"])
+		case catalog.TypeFoodLow:
+			b.Detail = fmt.Sprintf("level %.0f g", b.Level)
+		case catalog.TypeEmpty:
+			b.Detail = "empty"
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// bowlCard is one bowl on the list page.
+type bowlCard struct {
+	Thing, Tenant string
+	Agent         agentView
+	HasAgent      bool
+	Series        seriesView
+	Chart         template.HTML
+	Meals         int
+	LastMeal      *bowlEvent
+	Faults, Gaps  int
+}
+
+func (c *Console) bowlsPage(w http.ResponseWriter, r *http.Request, sess session) {
+	things := c.things()
+	names := make([]string, 0, len(things))
+	for th := range things {
+		names = append(names, th)
+	}
+	slices.Sort(names)
+	var cards []bowlCard
+	for _, th := range names {
+		card := bowlCard{Thing: th, Tenant: things[th]}
+		card.Agent, card.HasAgent = c.agents.view(th)
+		sv, _ := c.telemetry.view(th, time.Time{})
+		end := sv.Last
+		if end.IsZero() {
+			end = time.Now()
+		}
+		sv, _ = c.telemetry.view(th, end.Add(-2*time.Hour))
+		card.Series = sv
+		evs := c.bowlEvents(card.Tenant, th)
+		var marks []chartMark
+		for i := range evs {
+			switch evs[i].Type {
+			case catalog.TypeMealFinished:
+				card.Meals++
+				card.LastMeal = &evs[i]
+				marks = append(marks, chartMark{Kind: "meal", From: evs[i].Started, To: evs[i].At, Label: "meal " + evs[i].Pet})
+			case catalog.TypeDeviceFault:
+				card.Faults++
+			case catalog.TypeDataGap, catalog.TypeTelemetryDropped:
+				card.Gaps++
+			}
+		}
+		card.Chart = weightChart(sv, end.Add(-2*time.Hour), end, marks, 0, 0, true)
+		cards = append(cards, card)
+	}
+	c.render(w, r, http.StatusOK, "bowls", page{Title: "Bowls", Nav: "bowls", CSRF: sess.csrf, LiveURL: Prefix + "bowls", Data: cards})
+}
+
+// intakeDay is one day of a pet's intake row.
+type intakeDay struct {
+	Pet   string
+	Day   string
+	Grams float64
+	Meals int
+}
+
+// bowlDetail is the bowl page.
+type bowlDetail struct {
+	Thing, Tenant string
+	Agent         agentView
+	HasAgent      bool
+	Series        seriesView
+	Window        string
+	Windows       []string
+	Chart         template.HTML
+	Timeline      template.HTML
+	TimelineSpan  time.Duration
+	From, To      time.Time
+	Level         float64
+	LevelPct      int
+	LastLevel     *bowlEvent
+	Pets          []string
+	Meals         []bowlEvent // newest first, at most 20
+	Others        []bowlEvent // refills, faults, gaps, low, empty; newest first
+	Intake        []intakeDay
+	IntakeErr     string
+}
+
+func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session) {
+	thing := r.PathValue("thing")
+	tenant, ok := c.things()[thing]
+	if !ok {
+		c.notFound(w, r, sess, fmt.Sprintf("no bowl %q is known to this console", thing))
+		return
+	}
+	d := bowlDetail{Thing: thing, Tenant: tenant, Window: "2h"}
+	win := 2 * time.Hour
+	for _, x := range windows {
+		d.Windows = append(d.Windows, x.Key)
+		if r.URL.Query().Get("window") == x.Key {
+			d.Window, win = x.Key, x.D
+		}
+	}
+	d.Agent, d.HasAgent = c.agents.view(thing)
+	sv, _ := c.telemetry.view(thing, time.Time{})
+	evs := c.bowlEvents(tenant, thing)
+	end := sv.Last
+	for _, e := range evs {
+		if e.At.After(end) {
+			end = e.At
+		}
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	d.Series, _ = c.telemetry.view(thing, end.Add(-max(win, 24*time.Hour)))
+	if n := len(d.Series.Buckets); n > 0 {
+		d.Level = d.Series.Buckets[n-1].avg()
+	} else {
+		d.Level = d.Series.Value
+	}
+	d.LevelPct = int(max(0, min(100, d.Level/capacityG*100)))
+	pets := map[string]int{}
+	var marks []chartMark
+	var items []timelineItem
+	var mealPairs [][2]string
+	for i := range evs {
+		e := &evs[i]
+		if e.HasLvl && e.Type != catalog.TypeMealFinished {
+			d.LastLevel = e
+		}
+		switch e.Type {
+		case catalog.TypeMealFinished:
+			idx, seen := pets[e.Pet]
+			if !seen {
+				idx = len(d.Pets)
+				pets[e.Pet] = idx
+				d.Pets = append(d.Pets, e.Pet)
+			}
+			marks = append(marks, chartMark{Kind: "meal", From: e.Started, To: e.At, ColorIndex: idx, Label: fmt.Sprintf("pet %s ate %.1f g", e.Pet, e.Grams)})
+			items = append(items, timelineItem{Kind: "meal", Row: idx, At: e.Started, Pet: e.Pet, Grams: e.Grams,
+				Label: fmt.Sprintf("pet %s at %s: %s", e.Pet, e.Started.UTC().Format("15:04"), e.Detail)})
+			mealPairs = append(mealPairs, [2]string{e.Env.ID, catalog.SubRecordIntake})
+		default:
+			kind := map[string]string{catalog.TypeRefilled: "refill", catalog.TypeDeviceFault: "fault", catalog.TypeDataGap: "gap",
+				catalog.TypeTelemetryDropped: "gap", catalog.TypeFoodLow: "low", catalog.TypeEmpty: "empty"}[e.Type]
+			if kind == "" {
+				kind = "other"
+			}
+			items = append(items, timelineItem{Kind: kind, At: e.At, Label: fmt.Sprintf("%s at %s: %s", e.Type, e.At.UTC().Format("15:04"), e.Detail)})
+			if kind == "refill" || kind == "fault" {
+				marks = append(marks, chartMark{Kind: kind, From: e.At, To: e.At, Label: e.Type + " " + e.Detail})
+			}
+		}
+	}
+	d.From, d.To = end.Add(-win), end
+	d.Chart = weightChart(d.Series, d.From, d.To, marks, 1000, 300, false)
+	d.TimelineSpan = timelineSpan(d.Series, evs, end)
+	d.Timeline = timeline(d.Pets, items, end.Add(-d.TimelineSpan), end)
+
+	ctx := r.Context()
+	if len(mealPairs) > 20 {
+		mealPairs = mealPairs[len(mealPairs)-20:]
+	}
+	states, err := c.workStates(ctx, mealPairs)
+	if err != nil {
+		c.failed(w, r, sess, err)
+		return
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if e.Type == catalog.TypeMealFinished {
+			if len(d.Meals) < 20 {
+				e.Intake = states[inbox.Key(e.Env.ID, catalog.SubRecordIntake)].Word()
+				d.Meals = append(d.Meals, e)
+			}
+		} else if len(d.Others) < 20 {
+			d.Others = append(d.Others, e)
+		}
+	}
+	for _, p := range d.Pets {
+		days, err := c.intake(ctx, tenant, p)
+		if err != nil {
+			d.IntakeErr = err.Error()
+			break
+		}
+		d.Intake = append(d.Intake, days...)
+	}
+	c.render(w, r, http.StatusOK, "bowl", page{Title: "Bowl " + thing, Nav: "bowls", CSRF: sess.csrf, LiveURL: Prefix + "bowls/" + thing + "?window=" + d.Window, Data: d})
+}
+
+// intake reads a pet's last days of intake (record_intake's rows).
+func (c *Console) intake(ctx context.Context, tenant, pet string) ([]intakeDay, error) {
+	out, err := c.cfg.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(c.cfg.Names.AppTable()),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :sk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": attr.S(subscribers.IntakePK(tenant, pet)), ":sk": attr.S(subscribers.IntakeSK("")),
+		},
+		ScanIndexForward: aws.Bool(false),
+		Limit:            aws.Int32(3),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read intake of pet %s: %w", pet, err)
+	}
+	var days []intakeDay
+	for _, it := range out.Items {
+		g := 0.0
+		if n, ok := it["grams"].(*types.AttributeValueMemberN); ok {
+			fmt.Sscan(n.Value, &g)
+		}
+		days = append(days, intakeDay{Pet: pet, Day: attr.GetS(it, "day"), Grams: g, Meals: int(attr.GetN(it, "meals"))})
+	}
+	return days, nil
+}
+
+// timelineSpan is the meal timeline's width: what there is of the last
+// day, rounded up to 2, 6, 12 or 24 hours.
+func timelineSpan(sv seriesView, evs []bowlEvent, end time.Time) time.Duration {
+	first := end
+	if len(sv.Buckets) > 0 {
+		first = time.Unix(sv.Buckets[0].t, 0)
+	}
+	for _, e := range evs {
+		if !e.At.IsZero() && e.At.Before(first) {
+			first = e.At
+		}
+	}
+	have := end.Sub(first)
+	for _, d := range []time.Duration{2 * time.Hour, 6 * time.Hour, 12 * time.Hour} {
+		if have <= d {
+			return d
+		}
+	}
+	return 24 * time.Hour
+}

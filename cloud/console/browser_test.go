@@ -1,0 +1,458 @@
+package console_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/chromedp/chromedp"
+
+	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/dev"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
+	"github.com/bowline-iot/bowline/firmware-bridge/sim"
+	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
+)
+
+// One emulator stack for the whole binary; the browser tests run one
+// `bowline dev` system on it.
+func TestMain(m *testing.M) { lstest.Main(m) }
+
+// ScreenshotsEnv names a directory: when set, TestConsoleInABrowser saves a
+// screenshot of each page there (docs/console/ keeps them).
+const ScreenshotsEnv = "BOWLINE_CONSOLE_SCREENSHOTS"
+
+// Hang guards: generous, the machine is shared and loaded. No test asserts
+// how long anything takes.
+const (
+	waitLong  = 4 * time.Minute
+	waitShort = 90 * time.Second
+)
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// chromium finds Debian's chromium. Without it the browser tests skip,
+// and fail under CI=true (as a missing emulator does).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium on PATH: run ./scripts/setup (as root it installs Debian's chromium), or: apt-get install -y chromium"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// browser is one headless chromium for the test, 1280x800.
+type browser struct {
+	root context.Context
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-dev-shm-usage", true))
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	root, cancel2 := chromedp.NewContext(alloc)
+	t.Cleanup(cancel2)
+	if err := chromedp.Do(root); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &browser{root: root}
+}
+
+// person is one browser profile (its own cookies) with one tab. Its
+// methods fail the test they are given.
+type person struct {
+	ctx context.Context
+}
+
+// newPerson opens a tab in a fresh browser context: no cookie yet.
+func (b *browser) newPerson(t *testing.T) *person {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b.root, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	return &person{ctx: ctx}
+}
+
+// do runs browser steps, failing the test on error.
+func (p *person) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, waitShort)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (p *person) open(t *testing.T, url string) {
+	t.Helper()
+	p.do(t, "open "+url, chromedp.Navigate(url))
+}
+
+// js evaluates an expression in the page.
+func js[T any](p *person, expr string) (T, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+}
+
+// waitJS waits until expr is true in the page (the live region updates
+// by itself; no reload). On timeout it shows what the page shows.
+func (p *person) waitJS(t *testing.T, what string, timeout time.Duration, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := js[bool](p, expr)
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) || t.Context().Err() != nil {
+			url, _ := js[string](p, `location.href`)
+			t.Fatalf("timed out after %s waiting for %s (last error %v); the page at %s shows:\n%s", timeout, what, err, url, p.text())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// text is what the page shows a person.
+func (p *person) text() string {
+	s, _ := js[string](p, `document.body.innerText`)
+	return s
+}
+
+// click clicks the element a CSS selector finds, as a person's click does
+// (the click event; the live region may be re-rendered around it).
+func (p *person) click(t *testing.T, sel string) {
+	t.Helper()
+	ok, err := js[bool](p, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true })()`, sel))
+	if err != nil || !ok {
+		t.Fatalf("click %s: not on the page (%v)", sel, err)
+	}
+}
+
+func (p *person) screenshot(t *testing.T, dir, name string, full bool) {
+	t.Helper()
+	var a chromedp.Action[[]byte] = chromedp.CaptureScreenshot()
+	if full {
+		a = chromedp.FullScreenshot(100) // 100: PNG
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, waitShort)
+	defer cancel()
+	png, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// truthLog keeps the simulator's ground truth.
+type truthLog struct {
+	mu sync.Mutex
+	tr []sim.Truth
+}
+
+func (l *truthLog) add(t sim.Truth) { l.mu.Lock(); l.tr = append(l.tr, t); l.mu.Unlock() }
+
+func (l *truthLog) firstMeal(device string) (sim.Truth, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.tr {
+		if t.Kind == sim.KindMeal && t.Device == device {
+			return t, true
+		}
+	}
+	return sim.Truth{}, false
+}
+
+// TestConsoleInABrowser drives the console in headless chromium against a
+// whole `bowline dev` system and checks what a person sees: a refusal
+// without the ops token, a simulated meal in its bowl's timeline, the
+// weight chart's points from the stream, a dead letter redriven from the
+// page, and a tampered event turning its tenant's chain red.
+func TestConsoleInABrowser(t *testing.T) {
+	b := newBrowser(t)
+	ctx := context.Background()
+	names, err := resources.New("c" + randHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := &truthLog{}
+	// Breakfast yesterday, so no reading lies ahead of the wall clock for
+	// long; a first meal in each bowl within simulated minutes.
+	y, m, d := time.Now().UTC().AddDate(0, 0, -1).Date()
+	start := time.Date(y, m, d, 7, 0, 0, 0, time.UTC)
+	sys, err := dev.Start(ctx, dev.Config{
+		Names: names, Stack: lstest.Stack(t), Bowls: 2, Tenants: []string{"tenant-1", "tenant-2", "shop", "tamper"},
+		Speed: 60, RateHz: 5, Start: start, FirstMealAfter: time.Minute, APIAddr: "127.0.0.1:0",
+		RelayPoll: 100 * time.Millisecond, ConsoleRefresh: 500 * time.Millisecond,
+		OnTruth: truth.add, Logger: testkit.Logger(t, slog.LevelWarn),
+	})
+	if err != nil {
+		t.Fatalf("dev.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sys.Close(); err != nil {
+			t.Errorf("System.Close: %v", err)
+		}
+	})
+	cfg := sys.Config()
+	tokenOf := func(tenant string) string {
+		for tok, ten := range cfg.Settings.Tokens {
+			if ten == tenant {
+				return tok
+			}
+		}
+		t.Fatalf("no API token for tenant %s", tenant)
+		return ""
+	}
+	op := b.newPerson(t)
+	op.open(t, sys.LoginURL())
+	op.waitJS(t, "the pipeline after the one-click login", waitShort, `!!document.querySelector('ol.pipeline li[data-stage="gateways"]')`)
+
+	t.Run("refuses without the ops token", func(t *testing.T) {
+		stranger := b.newPerson(t)
+		stranger.open(t, sys.ConsoleURL())
+		stranger.waitJS(t, "the login form", waitShort, `!!document.querySelector('input#token')`)
+		if txt := stranger.text(); strings.Contains(txt, "Gateways") || strings.Contains(txt, "Dead letters") {
+			t.Errorf("without logging in the page shows the console:\n%s", txt)
+		}
+		stranger.open(t, sys.ConsoleURL()+"login?token=not-the-token")
+		if txt := stranger.text(); !strings.Contains(txt, "not the ops token") {
+			t.Errorf("a wrong token shows %q; want it refused", txt)
+		}
+		stranger.open(t, sys.ConsoleURL()+"dead-letters")
+		if txt := stranger.text(); !strings.Contains(txt, "Ops token") {
+			t.Errorf("dead letters without a session show %q; want the login form", txt)
+		}
+		// An API without BOWLINE_OPS_TOKEN: the console is disabled.
+		a, err := app.Open(app.Config{AWS: lstest.AWSConfig(t), Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		srv, err := a.API(api.Settings{WebhookSecret: "whsec-test"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv)
+		defer hs.Close()
+		for _, path := range []string{"/console/", "/console/login?token=" + cfg.Settings.OpsToken, "/console/dead-letters"} {
+			stranger.open(t, hs.URL+path)
+			if txt := stranger.text(); !strings.Contains(txt, "console is disabled") || !strings.Contains(txt, "BOWLINE_OPS_TOKEN") {
+				t.Errorf("%s on an API without the ops token shows %q; want the console disabled", path, txt)
+			}
+			resp, err := http.Get(hs.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("GET %s on an API without the ops token: %d; want 403", path, resp.StatusCode)
+			}
+		}
+	})
+
+	t.Run("a simulated meal appears in the bowl's timeline", func(t *testing.T) {
+		var meal sim.Truth
+		testkit.WaitFor(t, "bowl-000's first meal in the simulator", waitLong, func() bool {
+			var ok bool
+			meal, ok = truth.firstMeal("bowl-000")
+			return ok
+		})
+		op.open(t, sys.ConsoleURL()+"bowls/bowl-000")
+		// Detection timestamps the meal from the load cell; the truth is
+		// the simulator's: within 15 simulated minutes is the same meal.
+		lo, hi := meal.Start.Add(-15*time.Minute).UTC().Format(time.RFC3339), meal.End.Add(15*time.Minute).UTC().Format(time.RFC3339)
+		dot := fmt.Sprintf(`[...document.querySelectorAll('svg.timeline circle.meal')].some(c => c.dataset.pet === %q && c.dataset.at >= %q && c.dataset.at <= %q)`, meal.PetTag, lo, hi)
+		op.waitJS(t, "pet "+meal.PetTag+"'s meal as a dot on bowl-000's timeline", waitLong, dot)
+		row := fmt.Sprintf(`[...document.querySelectorAll('table.meals tbody tr')].find(r => r.dataset.pet === %q && r.dataset.at >= %q && r.dataset.at <= %q)`, meal.PetTag, lo, hi)
+		op.waitJS(t, "the meal's intake record done", waitLong, row+`?.querySelector('.word')?.textContent === "done"`)
+		if txt := op.text(); !strings.Contains(txt, meal.PetTag) {
+			t.Errorf("bowl page does not name pet %s", meal.PetTag)
+		}
+	})
+
+	t.Run("the weight chart has points from the stream", func(t *testing.T) {
+		op.open(t, sys.ConsoleURL()+"bowls/bowl-001?window=30m")
+		op.waitJS(t, "bowl-001's weight chart with points", waitLong, `+document.querySelector('svg.weight-chart')?.dataset.points > 10`)
+		label, err := js[string](op, `document.querySelector('svg.weight-chart').getAttribute('aria-label')`)
+		if err != nil || !strings.Contains(label, "points from the telemetry stream") {
+			t.Errorf("chart label %q (%v); want it to say its points come from the stream", label, err)
+		}
+		line, err := js[int](op, `document.querySelector('svg.weight-chart polyline.weight-line').points.length`)
+		if err != nil || line < 10 {
+			t.Errorf("weight line has %d points (%v); want the readings drawn", line, err)
+		}
+	})
+
+	t.Run("a dead letter redriven from the page disappears and its provider call happens once", func(t *testing.T) {
+		shop := sys.Fakes().Set.Shopify
+		shop.FailAlways(http.StatusServiceUnavailable)
+		c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("shop"), Secret: cfg.Settings.WebhookSecret}
+		order, err := c.Order(ctx, "cust-1", "pet-1", 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := c.Pay(ctx, order, "pay_"+randHex(6), 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		letter := fmt.Sprintf(`table.letters tr[data-event=%q][data-sub=%q]`, ev, catalog.SubShopifyMirror)
+		op.open(t, sys.ConsoleURL()+"dead-letters?tenant=shop")
+		op.waitJS(t, "the shopify_mirror dead letter of the payment in the list", waitLong, fmt.Sprintf(`!!document.querySelector('%s input[type=checkbox]')`, letter))
+		shop.FailNext(0, 0) // Shopify is back
+		op.click(t, letter+` input[type=checkbox]`)
+		op.click(t, `#redrive`)
+		op.waitJS(t, "the confirmation", waitShort, `!!document.querySelector('#confirm-redrive')`)
+		if txt := op.text(); !strings.Contains(txt, ev) || !strings.Contains(txt, "Redrive 1 event") {
+			t.Errorf("confirmation shows %q; want the event and the count", txt)
+		}
+		op.click(t, `#confirm-redrive`)
+		op.waitJS(t, "the redrive's result", waitShort, fmt.Sprintf(`!!document.querySelector('section.result tr[data-event=%q]')`, ev))
+		op.waitJS(t, "the letter gone from the list", waitLong, fmt.Sprintf(`!document.querySelector('%s')`, letter))
+		op.waitJS(t, "shopify_mirror done in the result", waitLong, fmt.Sprintf(`document.querySelector('section.result tr[data-event=%q] .work[data-sub=%q]')?.dataset.state === "done"`, ev, catalog.SubShopifyMirror))
+		// Each provider was called successfully once for the event: the
+		// redrive did not repeat the work that was already done.
+		for _, f := range sys.Fakes().Set.All() {
+			for key, n := range f.CountByKey() {
+				if !strings.HasPrefix(key, ev+":") {
+					continue
+				}
+				if _, ok := f.CallsWith(key); ok != 1 {
+					t.Errorf("%s: %d calls, %d ok for %s; want exactly one that succeeded", f.Kind(), n, ok, key)
+				}
+			}
+		}
+		if _, ok := shop.CallsWith(ev + ":" + catalog.SubShopifyMirror); ok != 1 {
+			t.Errorf("shopify succeeded %d times for the redriven event; want 1", ok)
+		}
+	})
+
+	if dir := os.Getenv(ScreenshotsEnv); dir != "" {
+		t.Run("screenshots", func(t *testing.T) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("shop"), Secret: cfg.Settings.WebhookSecret}
+			for i := range 3 {
+				order, err := c.Order(ctx, fmt.Sprintf("cust-%d", i+2), "pet-1", 1999+i*1000)
+				if err == nil && i < 2 {
+					_, err = c.Pay(ctx, order, "pay_"+randHex(6), 1999+i*1000)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			op.open(t, sys.ConsoleURL()+"commerce")
+			op.waitJS(t, "the paid orders' fan-out done", waitLong, `document.querySelectorAll('table.orders td[data-state="done"]').length >= 12 && !document.querySelector('table.orders td[data-state="queued"], table.orders td[data-state="running"]')`)
+			for _, s := range []struct{ path, file string }{
+				{"", "pipeline.png"}, {"bowls", "bowls.png"}, {"tenants", "tenants.png"},
+				{"tenants/shop", "tenant-log.png"}, {"tenants/shop/events/2", "event.png"},
+				{"commerce", "commerce.png"},
+			} {
+				op.open(t, sys.ConsoleURL()+s.path)
+				op.screenshot(t, dir, s.file, false)
+			}
+			op.open(t, sys.ConsoleURL()+"bowls/bowl-001?window=30m")
+			op.screenshot(t, dir, "bowl.png", true)
+			// One open dead letter to show: the notifier is down for one payment.
+			notify := sys.Fakes().Set.Notify
+			notify.FailAlways(http.StatusBadGateway)
+			order, err := c.Order(ctx, "cust-9", "pet-2", 2599)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := c.Pay(ctx, order, "pay_"+randHex(6), 2599)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op.open(t, sys.ConsoleURL()+"dead-letters")
+			op.waitJS(t, "the notify_buyer dead letter", waitLong, fmt.Sprintf(`!!document.querySelector('table.letters tr[data-event=%q] input')`, ev))
+			notify.FailNext(0, 0)
+			op.click(t, fmt.Sprintf(`table.letters tr[data-event=%q] input`, ev))
+			op.screenshot(t, dir, "dead-letters.png", false)
+		})
+	}
+
+	t.Run("tampering with a stored event turns its tenant's chain red at that seq", func(t *testing.T) {
+		c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("tamper"), Secret: cfg.Settings.WebhookSecret}
+		for i := range 3 {
+			if _, err := c.Order(ctx, fmt.Sprintf("cust-%d", i), "pet-9", 1000+i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		row := `document.querySelector('table.tenants tr[data-tenant="tamper"]')`
+		op.open(t, sys.ConsoleURL()+"tenants")
+		op.waitJS(t, "tenant tamper's chain verified intact at seq 3", waitLong,
+			row+`?.querySelector('td.chain')?.dataset.intact === "true" && `+row+`.cells[1].textContent === "3"`)
+		ddb := dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions)
+		_, err := ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(names.EventsTable()), Key: attr.Key(engine.EventPK("tamper"), engine.SeqSK(2)),
+			UpdateExpression:          aws.String("SET payload.amount_cents = :v"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": attr.N(1)},
+		})
+		if err != nil {
+			t.Fatalf("tamper with event 2: %v", err)
+		}
+		op.waitJS(t, "tenant tamper's chain broken at seq 2", waitLong,
+			row+`?.querySelector('td.chain')?.dataset.intact === "false" && `+row+`.querySelector('td.chain').dataset.badSeq === "2"`)
+		cell := row + `.querySelector('td.chain')`
+		if bg, _ := js[string](op, `getComputedStyle(`+cell+`).backgroundColor`); bg != "rgb(255, 235, 233)" {
+			t.Errorf("broken chain's cell background %q; want red (rgb(255, 235, 233))", bg)
+		}
+		if txt, _ := js[string](op, cell+`.innerText`); !strings.Contains(txt, "broken at seq 2") || !strings.Contains(txt, string(engine.ReasonHashMismatch)) {
+			t.Errorf("chain cell says %q; want broken at seq 2, hash mismatch", txt)
+		}
+		if intact, _ := js[string](op, `document.querySelector('table.tenants tr[data-tenant="shop"] td.chain').dataset.intact`); intact != "true" {
+			t.Errorf("tenant shop's chain shows intact=%s; want only the tampered tenant red", intact)
+		}
+		if dir := os.Getenv(ScreenshotsEnv); dir != "" {
+			op.screenshot(t, dir, "tenants-broken.png", false)
+		}
+		op.open(t, sys.ConsoleURL()+"tenants/tamper/events/2")
+		if ok, _ := js[string](op, `document.querySelector('dd.hashcheck').dataset.ok`); ok != "false" {
+			t.Errorf("event 2's page shows hash ok=%s; want the recomputed hash to differ", ok)
+		}
+		op.open(t, sys.ConsoleURL()+"tenants/tamper")
+		if red, _ := js[bool](op, `document.querySelector('table.log tr[data-seq="2"]').classList.contains('bad-row')`); !red {
+			t.Errorf("seq 2 in tamper's log is not marked bad")
+		}
+	})
+}

@@ -1,0 +1,128 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/inbox"
+)
+
+// maxOrders is how many orders the commerce page shows, newest first.
+const maxOrders = 50
+
+// fanout is one subscription's work on a paid order.
+type fanout struct {
+	workState
+	Provider string
+	OKCalls  int
+	Calls    int
+}
+
+// orderRow is one order and its fan-out.
+type orderRow struct {
+	Tenant, ID, Customer, Pet string
+	Amount                    string
+	Created                   engine.Envelope
+	Paid                      *engine.Envelope
+	Fanout                    []fanout
+}
+
+type commercePage struct {
+	Orders     []orderRow
+	Subs       []string
+	Total      int
+	Done, Dead int
+	Retrying   int
+	CallsKnown bool
+}
+
+func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess session) {
+	isCom := func(e *engine.Envelope) bool {
+		return e.Type == catalog.TypeOrderCreated || e.Type == catalog.TypePaymentCompleted
+	}
+	var rows []orderRow
+	paid := map[string]engine.Envelope{}
+	for _, t := range c.log.tenantNames() {
+		for _, e := range c.log.events(t, isCom) {
+			id, _ := e.Payload["order_id"].(string)
+			if e.Type == catalog.TypePaymentCompleted {
+				paid[id] = e
+				continue
+			}
+			row := orderRow{Tenant: t, ID: id, Created: e}
+			row.Customer, _ = e.Payload["customer_id"].(string)
+			row.Pet, _ = e.Payload["pet_id"].(string)
+			if a, ok := e.Payload["amount_cents"].(float64); ok {
+				row.Amount = strconv.FormatFloat(a/100, 'f', 2, 64)
+			}
+			rows = append(rows, row)
+		}
+	}
+	slices.SortFunc(rows, func(a, b orderRow) int { return b.Created.OccurredAt.Compare(a.Created.OccurredAt) })
+	p := commercePage{Total: len(rows), Subs: c.durableSubs(catalog.TypePaymentCompleted), CallsKnown: c.cfg.Calls != nil}
+	if len(rows) > maxOrders {
+		rows = rows[:maxOrders]
+	}
+	var pairs [][2]string
+	for i := range rows {
+		if e, ok := paid[rows[i].ID]; ok {
+			rows[i].Paid = &e
+			for _, s := range p.Subs {
+				pairs = append(pairs, [2]string{e.ID, s})
+			}
+		}
+	}
+	ctx := r.Context()
+	states, err := c.workStates(ctx, pairs)
+	if err != nil {
+		c.failed(w, r, sess, err)
+		return
+	}
+	var calls []ProviderCall
+	if c.cfg.Calls != nil {
+		if calls, err = c.cfg.Calls.ProviderCalls(ctx); err != nil {
+			c.failed(w, r, sess, err)
+			return
+		}
+	}
+	byKey := map[string][2]int{}
+	for _, cl := range calls {
+		n := byKey[cl.IdempotencyKey]
+		n[0]++
+		if cl.OK() {
+			n[1]++
+		}
+		byKey[cl.IdempotencyKey] = n
+	}
+	for i := range rows {
+		if rows[i].Paid == nil {
+			continue
+		}
+		for _, s := range p.Subs {
+			st := states[inbox.Key(rows[i].Paid.ID, s)]
+			n := byKey[rows[i].Paid.ID+":"+s]
+			prov := providerSubs[s]
+			if prov == "" {
+				prov = "app"
+			}
+			rows[i].Fanout = append(rows[i].Fanout, fanout{workState: st, Provider: prov, Calls: n[0], OKCalls: n[1]})
+			switch st.Word() {
+			case "done":
+				p.Done++
+			case "dead":
+				p.Dead++
+			case "retrying":
+				p.Retrying++
+			}
+		}
+	}
+	p.Orders = rows
+	c.render(w, r, http.StatusOK, "commerce", page{Title: "Commerce", Nav: "commerce", CSRF: sess.csrf, LiveURL: Prefix + "commerce", Data: p})
+}
+
+func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, sess session) {
+	c.render(w, r, http.StatusOK, "pipeline", page{Title: "Pipeline", Nav: "pipeline", CSRF: sess.csrf, LiveURL: Prefix, Data: c.stages()})
+}

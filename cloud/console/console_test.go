@@ -1,0 +1,307 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
+	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/engine/redrive"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Stubs for the handler tests: an empty stack.
+type emptyDB struct{}
+
+func (emptyDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return &dynamodb.GetItemOutput{}, nil
+}
+func (emptyDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{}, nil
+}
+func (emptyDB) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return &dynamodb.ScanOutput{}, nil
+}
+func (emptyDB) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return &dynamodb.BatchGetItemOutput{}, nil
+}
+
+type noChains struct{}
+
+func (noChains) Tenants(context.Context) ([]string, error) { return nil, nil }
+func (noChains) VerifyChain(_ context.Context, t string) (engine.ChainReport, error) {
+	return engine.ChainReport{Tenant: t, Intact: true}, nil
+}
+
+type noLetters struct{}
+
+func (noLetters) All(context.Context) ([]deadletter.Letter, error) { return nil, nil }
+func (noLetters) ForEvent(context.Context, string, string) ([]deadletter.Letter, error) {
+	return nil, nil
+}
+
+type noInbox struct{}
+
+func (noInbox) Get(context.Context, string, string) (inbox.Row, bool, error) {
+	return inbox.Row{}, false, nil
+}
+
+type countingRedriver struct{ runs int }
+
+func (r *countingRedriver) Run(_ context.Context, o redrive.Options) (redrive.Result, error) {
+	r.runs++
+	return redrive.Result{NotFound: o.EventIDs}, nil
+}
+
+type noQueue struct{}
+
+func (noQueue) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{}}, nil
+}
+
+type noKinesis struct{}
+
+func (noKinesis) ListShards(context.Context, *kinesis.ListShardsInput, ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	return &kinesis.ListShardsOutput{}, nil
+}
+func (noKinesis) GetShardIterator(context.Context, *kinesis.GetShardIteratorInput, ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	return nil, errors.New("no shards")
+}
+func (noKinesis) GetRecords(context.Context, *kinesis.GetRecordsInput, ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	return nil, errors.New("no shards")
+}
+
+const testToken = "ops-secret"
+
+func testConfig(red Redriver) Config {
+	names, _ := resources.New("unit")
+	return Config{
+		OpsToken: testToken, Names: names, DB: emptyDB{}, Chains: noChains{}, DeadLetters: noLetters{},
+		Inbox: noInbox{}, Redriver: red, Subscriptions: catalog.Bowline().Subscriptions,
+		Queue: noQueue{}, QueueURLs: QueueURLs{Events: "q", DLQ: "dlq"}, Kinesis: noKinesis{},
+	}
+}
+
+func newTestConsole(t *testing.T) (*Console, *countingRedriver) {
+	t.Helper()
+	red := &countingRedriver{}
+	c, err := New(testConfig(red))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, red
+}
+
+func TestNewRefusesWithoutOpsToken(t *testing.T) {
+	cfg := testConfig(&countingRedriver{})
+	cfg.OpsToken = ""
+	if _, err := New(cfg); !errors.Is(err, ErrNoOpsToken) {
+		t.Errorf("New(no ops token) = %v; want ErrNoOpsToken", err)
+	}
+	cfg = testConfig(nil)
+	if _, err := New(cfg); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Redriver") {
+		t.Errorf("New(no redriver) = %v; want ErrConfig naming Redriver", err)
+	}
+	rec := httptest.NewRecorder()
+	Disabled("set BOWLINE_OPS_TOKEN").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/", nil))
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "set BOWLINE_OPS_TOKEN") {
+		t.Errorf("Disabled: %d %q; want 403 with the reason", rec.Code, rec.Body.String())
+	}
+}
+
+// login posts the token and returns the session cookie and CSRF token.
+func login(t *testing.T, c *Console, token string) (*http.Cookie, string, *httptest.ResponseRecorder) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, req)
+	var ck *http.Cookie
+	for _, x := range rec.Result().Cookies() {
+		if x.Name == CookieName {
+			ck = x
+		}
+	}
+	if ck == nil {
+		return nil, "", rec
+	}
+	get := httptest.NewRequest(http.MethodGet, "/console/tenants", nil)
+	get.AddCookie(ck)
+	page := httptest.NewRecorder()
+	c.ServeHTTP(page, get)
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page.Body.String())
+	if m == nil {
+		t.Fatalf("logged-in page has no CSRF token:\n%s", page.Body.String())
+	}
+	return ck, m[1], rec
+}
+
+func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
+	c, _ := newTestConsole(t)
+	// No session: pages send you to the login form, actions are refused.
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/", nil))
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/console/login" {
+		t.Errorf("GET /console/ without a session: %d to %q; want 303 to /console/login", rec.Code, rec.Header().Get("Location"))
+	}
+	if _, _, rec := login(t, c, "wrong"); rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 {
+		t.Errorf("login with a wrong token: %d, cookies %v; want 401 and no cookie", rec.Code, rec.Result().Cookies())
+	}
+	ck, _, rec := login(t, c, testToken)
+	if ck == nil {
+		t.Fatalf("login with the token: %d, no session cookie", rec.Code)
+	}
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != Prefix || rec.Code != http.StatusSeeOther {
+		t.Errorf("session cookie %+v after %d; want HttpOnly, SameSite=Strict, Path=%s after a 303", ck, rec.Code, Prefix)
+	}
+	// The one-click form: GET ?token= logs in and redirects without it.
+	rec = httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/login?token="+testToken, nil))
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != Prefix || len(rec.Result().Cookies()) != 1 {
+		t.Errorf("GET login?token=: %d to %q, %d cookies; want 303 to %s with the cookie", rec.Code, rec.Header().Get("Location"), len(rec.Result().Cookies()), Prefix)
+	}
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("Content-Security-Policy %q; want default-src 'self'", csp)
+	}
+}
+
+func TestActionsNeedTheCSRFToken(t *testing.T) {
+	c, red := newTestConsole(t)
+	ck, csrf, _ := login(t, c, testToken)
+	post := func(form url.Values, origin string) int {
+		req := httptest.NewRequest(http.MethodPost, "/console/dead-letters/redrive", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	redrive := url.Values{"event": {"01EVENT"}, "confirm": {"1"}}
+	if code := post(redrive, ""); code != http.StatusForbidden {
+		t.Errorf("redrive without CSRF token: %d; want 403", code)
+	}
+	redrive.Set("csrf", "zz"+csrf[2:])
+	if code := post(redrive, ""); code != http.StatusForbidden {
+		t.Errorf("redrive with a wrong CSRF token: %d; want 403", code)
+	}
+	redrive.Set("csrf", csrf)
+	if code := post(redrive, "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("redrive from another origin: %d; want 403", code)
+	}
+	if red.runs != 0 {
+		t.Fatalf("refused requests ran %d redrives; want 0", red.runs)
+	}
+	// Without confirm the answer is the confirmation page, not a redrive.
+	if code := post(url.Values{"event": {"01EVENT"}, "csrf": {csrf}}, "http://example.com"); code != http.StatusOK || red.runs != 0 {
+		t.Errorf("redrive without confirm: %d, %d runs; want the confirmation page and no run", code, red.runs)
+	}
+	if code := post(redrive, "http://example.com"); code != http.StatusSeeOther || red.runs != 1 {
+		t.Errorf("confirmed redrive with the token: %d, %d runs; want 303 after one run", code, red.runs)
+	}
+}
+
+func TestEveryPageRendersEmpty(t *testing.T) {
+	c, _ := newTestConsole(t)
+	c.Refresh(t.Context())
+	ck, _, _ := login(t, c, testToken)
+	for _, p := range []string{"", "bowls", "tenants", "dead-letters", "commerce", "dead-letters?live=1"} {
+		req := httptest.NewRequest(http.MethodGet, Prefix+p, nil)
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET %s%s: %d; want 200:\n%s", Prefix, p, rec.Code, rec.Body.String())
+		}
+	}
+	for _, a := range []string{"console.css", "console.js"} {
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, Prefix+"assets/"+a, nil))
+		if rec.Code != http.StatusOK || rec.Body.Len() < 500 {
+			t.Errorf("asset %s: %d, %d bytes; want it embedded", a, rec.Code, rec.Body.Len())
+		}
+	}
+}
+
+func TestWeightChartDrawsTheBuckets(t *testing.T) {
+	start := time.Date(2026, 1, 5, 7, 0, 0, 0, time.UTC)
+	var s series
+	s.seen = map[uint64]struct{}{}
+	for i := range 3600 {
+		s.add(start.Add(time.Duration(i)*time.Second), 300-float64(i)/60)
+	}
+	v := seriesView{Thing: "bowl-000", Buckets: s.buckets, Last: s.last}
+	if len(s.buckets) != 360 || s.samples != 3600 {
+		t.Fatalf("an hour of 1 Hz samples: %d buckets, %d samples; want 360, 3600", len(s.buckets), s.samples)
+	}
+	svg := string(weightChart(v, start, start.Add(2*time.Hour), []chartMark{{Kind: "meal", From: start.Add(10 * time.Minute), To: start.Add(15 * time.Minute)}}, 1000, 300, false))
+	m := regexp.MustCompile(`data-points="(\d+)"`).FindStringSubmatch(svg)
+	// Two hours in 30 s columns (whole buckets, at most one per 3 px):
+	// 240 columns, the first hour's 120 have data.
+	if m == nil || m[1] != "120" || !strings.Contains(svg, `class="weight-line"`) || !strings.Contains(svg, "meal-mark") {
+		t.Errorf("chart of one hour in a two-hour window: data-points %v; want 120 with a line and a meal mark", m)
+	}
+	empty := string(weightChart(seriesView{Thing: "x"}, start, start.Add(time.Hour), nil, 1000, 300, false))
+	if !strings.Contains(empty, `data-points="0"`) || !strings.Contains(empty, "no readings") {
+		t.Errorf("empty chart lacks data-points=0 and its note: %s", empty)
+	}
+}
+
+func TestTimelineDrawsOneDotPerMeal(t *testing.T) {
+	from := time.Date(2026, 1, 5, 6, 0, 0, 0, time.UTC)
+	svg := string(timeline([]string{"p1", "p2"}, []timelineItem{
+		{Kind: "meal", Row: 0, Pet: "p1", At: from.Add(time.Hour), Grams: 20},
+		{Kind: "meal", Row: 1, Pet: "p2", At: from.Add(2 * time.Hour), Grams: 30},
+		{Kind: "refill", At: from.Add(3 * time.Hour)},
+		{Kind: "meal", Row: 0, Pet: "p1", At: from.Add(-time.Hour), Grams: 20}, // before the window
+	}, from, from.Add(6*time.Hour)))
+	if got := strings.Count(svg, `data-kind="meal"`); got != 2 {
+		t.Errorf("timeline has %d meal dots; want 2 (one is outside the window)", got)
+	}
+	if !strings.Contains(svg, `data-pet="p2" data-at="2026-01-05T08:00:00Z"`) || !strings.Contains(svg, `data-kind="refill"`) {
+		t.Errorf("timeline lacks p2's meal at 08:00 or the refill:\n%s", svg)
+	}
+}
+
+func TestReasonOfALetter(t *testing.T) {
+	for _, tc := range []struct{ err, want string }{
+		{"key e:shopify_mirror: shopify POST /orders: status 503: down", "HTTP 503"},
+		{"notify POST /notifications (key k): context deadline exceeded: retryable", "timeout"},
+		{"shipping POST /shipments (key k): dial tcp: connection refused: retryable", "provider unreachable"},
+		{"schema: grams_eaten must be a number", "schema"},
+	} {
+		if got := reasonOf(deadletter.Letter{Error: tc.err}); got != tc.want {
+			t.Errorf("reasonOf(%q) = %q; want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestMetricLabelsMatch(t *testing.T) {
+	l := map[string]string{"subscription": "shopify_mirror", "outcome": "ok"}
+	for _, tc := range []struct {
+		match []string
+		want  bool
+	}{
+		{nil, true}, {[]string{"outcome=ok"}, true}, {[]string{"outcome=retry"}, false},
+		{[]string{"subscription=shop*"}, true}, {[]string{"subscription!=shopify_mirror"}, false},
+	} {
+		if got := labelsMatch(l, tc.match); got != tc.want {
+			t.Errorf("labelsMatch(%v) = %v; want %v", tc.match, got, tc.want)
+		}
+	}
+}

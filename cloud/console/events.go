@@ -1,0 +1,277 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
+)
+
+// tenantLog is what the console knows of one tenant: its events in seq
+// order (the tail read so far), its head row and its last verification.
+type tenantLog struct {
+	events   []engine.Envelope
+	headSeq  uint64
+	headHash string
+	chain    engine.ChainReport
+	chainAt  time.Time
+	chainErr string
+	// unsettled is -1 when not known.
+	unsettled int
+}
+
+// eventLog keeps every tenant's log in memory, tailed by refresh.
+type eventLog struct {
+	db    DynamoDB
+	table string
+
+	mu      sync.RWMutex
+	tenants map[string]*tenantLog
+	order   []string // sorted tenant names
+	readAt  time.Time
+}
+
+func newEventLog(db DynamoDB, table string) *eventLog {
+	return &eventLog{db: db, table: table, tenants: map[string]*tenantLog{}}
+}
+
+// setTenants records the tenants that exist.
+func (l *eventLog) setTenants(names []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range names {
+		if _, ok := l.tenants[t]; !ok {
+			l.tenants[t] = &tenantLog{unsettled: -1}
+			l.order = append(l.order, t)
+		}
+	}
+	slices.Sort(l.order)
+}
+
+// tenantNames returns the known tenants, sorted.
+func (l *eventLog) tenantNames() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return slices.Clone(l.order)
+}
+
+// tail reads every tenant's new events and head row.
+func (l *eventLog) tail(ctx context.Context) error {
+	for _, t := range l.tenantNames() {
+		l.mu.RLock()
+		last := uint64(len(l.tenants[t].events))
+		l.mu.RUnlock()
+		fresh, err := l.readAfter(ctx, t, last)
+		if err != nil {
+			return err
+		}
+		seq, hash, err := l.readHead(ctx, t)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		tl := l.tenants[t]
+		for _, e := range fresh {
+			// Rows arrive in seq order; a gap (a row deleted) stops the
+			// cache there, and verification names it.
+			if e.Seq == uint64(len(tl.events))+1 {
+				tl.events = append(tl.events, e)
+			}
+		}
+		tl.headSeq, tl.headHash = seq, hash
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	l.readAt = time.Now()
+	l.mu.Unlock()
+	return nil
+}
+
+// readAfter queries tenant's events with seq above after.
+func (l *eventLog) readAfter(ctx context.Context, tenant string, after uint64) ([]engine.Envelope, error) {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(l.table),
+		KeyConditionExpression: aws.String("pk = :pk AND sk > :sk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": attr.S(engine.EventPK(tenant)), ":sk": attr.S(engine.SeqSK(after)),
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	var out []engine.Envelope
+	for {
+		page, err := l.db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("read events of tenant %q after seq %d: %w", tenant, after, err)
+		}
+		for _, it := range page.Items {
+			env, err := engine.DecodeItem(it)
+			if err != nil {
+				// A malformed row: the cache stops before it; verification
+				// shows why.
+				return out, nil
+			}
+			out = append(out, env)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+func (l *eventLog) readHead(ctx context.Context, tenant string) (uint64, string, error) {
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(l.table), Key: attr.Key(engine.HeadPK(tenant), engine.HeadSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, "", fmt.Errorf("read head of tenant %q: %w", tenant, err)
+	}
+	var seq uint64
+	if n, ok := out.Item[engine.AttrLastSeq].(*types.AttributeValueMemberN); ok {
+		seq, _ = strconv.ParseUint(n.Value, 10, 64)
+	}
+	return seq, attr.GetS(out.Item, engine.AttrLastHash), nil
+}
+
+// readEvent reads one event row as stored now (not from the cache: a
+// tampered row shows as it is).
+func (l *eventLog) readEvent(ctx context.Context, tenant string, seq uint64) (engine.Envelope, bool, error) {
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(l.table), Key: attr.Key(engine.EventPK(tenant), engine.SeqSK(seq)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return engine.Envelope{}, false, fmt.Errorf("read event %d of tenant %q: %w", seq, tenant, err)
+	}
+	if out.Item == nil {
+		return engine.Envelope{}, false, nil
+	}
+	env, err := engine.DecodeItem(out.Item)
+	if err != nil {
+		return engine.Envelope{}, false, fmt.Errorf("event %d of tenant %q: %w", seq, tenant, err)
+	}
+	return env, true, nil
+}
+
+// tenantView is a copy of one tenant's state for a page.
+type tenantView struct {
+	Tenant    string
+	Events    int
+	HeadSeq   uint64
+	HeadHash  string
+	Chain     engine.ChainReport
+	ChainAt   time.Time
+	ChainErr  string
+	Unsettled int
+}
+
+// Checked reports whether a verification has finished.
+func (v tenantView) Checked() bool { return !v.ChainAt.IsZero() }
+
+func (l *eventLog) view(tenant string) (tenantView, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	tl, ok := l.tenants[tenant]
+	if !ok {
+		return tenantView{}, false
+	}
+	return tenantView{Tenant: tenant, Events: len(tl.events), HeadSeq: tl.headSeq, HeadHash: tl.headHash,
+		Chain: tl.chain, ChainAt: tl.chainAt, ChainErr: tl.chainErr, Unsettled: tl.unsettled}, true
+}
+
+func (l *eventLog) views() []tenantView {
+	var out []tenantView
+	for _, t := range l.tenantNames() {
+		if v, ok := l.view(t); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// events returns tenant's cached events matching keep, in seq order. The
+// envelopes are shared: callers must not change them.
+func (l *eventLog) events(tenant string, keep func(*engine.Envelope) bool) []engine.Envelope {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	tl, ok := l.tenants[tenant]
+	if !ok {
+		return nil
+	}
+	var out []engine.Envelope
+	for i := range tl.events {
+		if keep == nil || keep(&tl.events[i]) {
+			out = append(out, tl.events[i])
+		}
+	}
+	return out
+}
+
+// window returns up to n events of tenant with seq <= before (0: the
+// newest), newest first, and the seq of the next older page (0: none).
+func (l *eventLog) window(tenant string, before uint64, n int) ([]engine.Envelope, uint64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	tl, ok := l.tenants[tenant]
+	if !ok || len(tl.events) == 0 {
+		return nil, 0
+	}
+	end := len(tl.events) // exclusive index
+	if before > 0 && int(before) < end {
+		end = int(before)
+	}
+	start := max(0, end-n)
+	out := make([]engine.Envelope, 0, end-start)
+	for i := end - 1; i >= start; i-- {
+		out = append(out, tl.events[i])
+	}
+	var next uint64
+	if start > 0 {
+		next = uint64(start)
+	}
+	return out, next
+}
+
+// unsettledEvery is how many verification passes run per count of
+// unsettled work (it reads every event and its inbox rows).
+const unsettledEvery = 6
+
+// verifyAll runs one verification of every tenant, and every
+// unsettledEvery-th pass the unsettled-work count too.
+func (c *Console) verifyAll(ctx context.Context, pass int) {
+	for _, t := range c.log.tenantNames() {
+		c.verifyTenant(ctx, t, pass%unsettledEvery == 0)
+	}
+}
+
+func (c *Console) verifyTenant(ctx context.Context, tenant string, withUnsettled bool) {
+	rep, err := c.cfg.Chains.VerifyChain(ctx, tenant)
+	unsettled := -1
+	if err == nil && withUnsettled && c.cfg.Unsettled != nil {
+		if n, uerr := c.cfg.Unsettled.Unsettled(ctx, tenant); uerr == nil {
+			unsettled = n
+		}
+	}
+	c.log.mu.Lock()
+	defer c.log.mu.Unlock()
+	tl, ok := c.log.tenants[tenant]
+	if !ok {
+		return
+	}
+	if err != nil {
+		tl.chainErr = err.Error()
+		return
+	}
+	tl.chain, tl.chainAt, tl.chainErr = rep, time.Now(), ""
+	if unsettled >= 0 {
+		tl.unsettled = unsettled
+	}
+}

@@ -1,0 +1,430 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+)
+
+// providerSubs are the subscriptions that call an external provider, by
+// provider.
+var providerSubs = map[string]string{
+	catalog.SubShopifyMirror:       "shopify",
+	catalog.SubBookShipment:        "shipping",
+	catalog.SubNotifyBuyer:         "notify",
+	catalog.SubNotifyOwner:         "notify",
+	catalog.SubNotifyOwnerEmpty:    "notify",
+	catalog.SubNotifyOwnerAppetite: "notify",
+	catalog.SubNotifySupport:       "notify",
+}
+
+// Stage states, worst last.
+const (
+	stateOK      = "ok"
+	stateIdle    = "idle"
+	stateUnknown = "unknown"
+	stateLagging = "lagging"
+	stateDown    = "down"
+)
+
+// Thresholds at which a stage is lagging.
+const (
+	lagOutboxAge = 30 * time.Second // oldest record waiting in a gateway
+	lagBacklog   = 5000             // records waiting in a gateway's outbox
+	lagChainGap  = 50               // events committed here and not yet relayed
+	lagRelay     = 10 * time.Second // relay behind the stream
+	lagQueue     = 100              // messages waiting in events.fifo
+	lagReader    = 30 * time.Second // the console's Kinesis reader behind
+)
+
+// queueDepth is one queue's attributes.
+type queueDepth struct {
+	Visible, InFlight int
+	Err               string
+}
+
+// sample is one reading of every source the pipeline page shows.
+type sample struct {
+	at     time.Time
+	m      snapshot
+	events queueDepth
+	dlq    queueDepth
+	rc     queueDepth
+	calls  []ProviderCall
+}
+
+// sampler keeps the last samples, for rates and sparklines.
+type sampler struct {
+	mu      sync.RWMutex
+	samples []sample // oldest first, at most keepSamples
+}
+
+const keepSamples = 60
+
+func (s *sampler) push(x sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples = append(s.samples, x)
+	if len(s.samples) > keepSamples {
+		s.samples = s.samples[len(s.samples)-keepSamples:]
+	}
+}
+
+func (s *sampler) copy() []sample {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]sample(nil), s.samples...)
+}
+
+// takeSample reads the registry, the queues and the provider calls.
+func (c *Console) takeSample(ctx context.Context) sample {
+	x := sample{at: time.Now(), m: gather(c.cfg.Gatherer)}
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	x.events = c.depth(qctx, c.cfg.QueueURLs.Events)
+	x.dlq = c.depth(qctx, c.cfg.QueueURLs.DLQ)
+	if c.cfg.QueueURLs.RecordChanges != "" {
+		x.rc = c.depth(qctx, c.cfg.QueueURLs.RecordChanges)
+	}
+	if c.cfg.Calls != nil {
+		x.calls, _ = c.cfg.Calls.ProviderCalls(qctx)
+	}
+	return x
+}
+
+func (c *Console) depth(ctx context.Context, url string) queueDepth {
+	out, err := c.cfg.Queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return queueDepth{Err: err.Error()}
+	}
+	v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	f, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return queueDepth{Visible: v, InFlight: f}
+}
+
+// figure is one labelled number of a stage.
+type figure struct {
+	Label string
+	Value string
+	Bad   bool // shown as an error
+}
+
+// stage is one box of the pipeline diagram.
+type stage struct {
+	Key   string
+	Name  string
+	State string
+	// Note says why the stage is lagging or down, or what it is.
+	Note    string
+	Figures []figure
+	Spark   template.HTML
+	Link    string
+}
+
+// series returns one number per sample (a rate when rate is true).
+func rateSeries(ss []sample, f func(sample) float64, rate bool) []float64 {
+	var out []float64
+	for i := range ss {
+		if !rate {
+			out = append(out, f(ss[i]))
+			continue
+		}
+		if i == 0 {
+			continue
+		}
+		dt := ss[i].at.Sub(ss[i-1].at).Seconds()
+		if dt <= 0 {
+			continue
+		}
+		out = append(out, max(0, (f(ss[i])-f(ss[i-1]))/dt))
+	}
+	return out
+}
+
+// recentRate is the mean of the last rateWindow rates: counters move in
+// bursts (a PutRecords call, a relay poll), so one interval is jumpy.
+func recentRate(v []float64) float64 {
+	n := min(rateWindow, len(v))
+	if n == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, x := range v[len(v)-n:] {
+		t += x
+	}
+	return t / float64(n)
+}
+
+// rateWindow is how many readings a shown rate averages (10 s by default).
+const rateWindow = 5
+
+// delta is how much a counter grew over the kept samples.
+func delta(ss []sample, f func(sample) float64) float64 {
+	if len(ss) < 2 {
+		return 0
+	}
+	return max(0, f(ss[len(ss)-1])-f(ss[0]))
+}
+
+func fmtRate(v float64) string {
+	switch {
+	case v == 0:
+		return "0/s"
+	case v < 10:
+		return fmt.Sprintf("%.1f/s", v)
+	default:
+		return fmt.Sprintf("%s/s", fmtInt(int64(v+0.5)))
+	}
+}
+
+func fmtInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// stages builds the diagram from the kept samples, the agents, the chain
+// verifications and the telemetry reader.
+func (c *Console) stages() []stage {
+	ss := c.sampler.copy()
+	var cur sample
+	if len(ss) > 0 {
+		cur = ss[len(ss)-1]
+	}
+	m := cur.m
+	notHere := func(s *stage) { s.State, s.Note = stateUnknown, "not running in this process" }
+	var out []stage
+
+	// Gateways: the edge agents' status endpoints.
+	gw := stage{Key: "gateways", Name: "Gateways", Link: Prefix + "bowls"}
+	agents := c.agents.all()
+	if len(agents) == 0 {
+		gw.State, gw.Note = stateUnknown, "no agent status endpoint known to this process"
+	} else {
+		up, backlog, oldest, rate, dropped := 0, int64(0), 0.0, 0.0, int64(0)
+		for _, a := range agents {
+			if a.Up() {
+				up++
+			}
+			backlog += a.Backlog()
+			oldest = max(oldest, a.Oldest())
+			rate += a.PublishRate
+			dropped += a.Status.Lanes.Events.Dropped + a.Status.Lanes.Telemetry.Dropped
+		}
+		// Under a simulated clock record ages are in simulated time, so
+		// only the backlog tells whether a gateway falls behind.
+		old := c.cfg.SimClock == nil && oldest > lagOutboxAge.Seconds()
+		behind := old || backlog > lagBacklog*int64(len(agents))
+		gw.State = stateOK
+		switch {
+		case up == 0:
+			gw.State, gw.Note = stateDown, "no agent connected to the broker"
+		case up < len(agents):
+			gw.State, gw.Note = stateLagging, fmt.Sprintf("%d of %d agents not connected", len(agents)-up, len(agents))
+		case old:
+			gw.State, gw.Note = stateLagging, fmt.Sprintf("oldest record waiting %.0f s", oldest)
+		case behind:
+			gw.State, gw.Note = stateLagging, fmt.Sprintf("%s records waiting in outboxes", fmtInt(backlog))
+		default:
+			gw.Note = fmt.Sprintf("%d of %d agents connected", up, len(agents))
+		}
+		gw.Figures = []figure{{"publish", fmtRate(rate), false}, {"outbox backlog", fmtInt(backlog), behind}, {"dropped", fmtInt(dropped), dropped > 0}}
+	}
+	out = append(out, gw)
+
+	// Broker and ingest.
+	in := stage{Key: "ingest", Name: "Broker / ingest"}
+	if !m.has("bowline_ingest_messages_received_total") {
+		notHere(&in)
+	} else {
+		recv := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_received_total") }, true)
+		rej := delta(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_rejected_total") })
+		in.State, in.Note = stateOK, "MQTT -> Kinesis and the chain"
+		if rej > 0 {
+			in.State, in.Note = stateLagging, fmt.Sprintf("%.0f messages rejected lately (dead-lettered)", rej)
+		}
+		in.Figures = []figure{{"messages", fmtRate(recentRate(recv)), false},
+			{"rejected", fmtInt(int64(m.sum("bowline_ingest_messages_rejected_total"))), rej > 0},
+			{"gaps", fmtInt(int64(m.sum("bowline_ingest_data_gaps_total"))), false}}
+		in.Spark = sparkline(recv)
+	}
+	out = append(out, in)
+
+	// Kinesis: samples in (ingest) and out (this console's reader).
+	kin := stage{Key: "kinesis", Name: "Kinesis telemetry"}
+	records, readAt, newest := c.telemetry.status()
+	samples := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_telemetry_samples_total") }, true)
+	putErr := m.sum("bowline_ingest_kinesis_put_records_calls_total", "outcome=error")
+	behind := time.Duration(0)
+	if !newest.IsZero() {
+		behind = readAt.Sub(newest)
+	}
+	kin.State, kin.Note = stateOK, fmt.Sprintf("console reader: %s records", fmtInt(records))
+	switch {
+	case readAt.IsZero():
+		kin.State, kin.Note = stateUnknown, "console reader has not read yet"
+	case time.Since(readAt) > 3*lagReader:
+		kin.State, kin.Note = stateDown, "console reader gets no answer"
+	case behind > lagReader:
+		kin.State, kin.Note = stateLagging, fmt.Sprintf("console reader %s behind", behind.Round(time.Second))
+	}
+	kin.Figures = []figure{{"samples in", fmtRate(recentRate(samples)), false}, {"reader behind", behind.Round(100 * time.Millisecond).String(), behind > lagReader}, {"put errors", fmtInt(int64(putErr)), putErr > 0}}
+	kin.Spark = sparkline(samples)
+	out = append(out, kin)
+
+	// The chain: events committed, and the last verification.
+	ch := stage{Key: "chain", Name: "Event chain", Link: Prefix + "tenants"}
+	committed := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_engine_events_committed_total") }, true)
+	emitFail := m.sum("bowline_engine_emit_failures_total")
+	intact, checked, broken := 0, 0, ""
+	for _, v := range c.log.views() {
+		if v.Checked() {
+			checked++
+			if v.Chain.Intact {
+				intact++
+			} else if broken == "" {
+				broken = fmt.Sprintf("%s broken at seq %d", v.Tenant, v.Chain.FirstBadSeq)
+			}
+		}
+	}
+	ch.State, ch.Note = stateOK, fmt.Sprintf("%d/%d chains intact", intact, checked)
+	switch {
+	case broken != "":
+		ch.State, ch.Note = stateDown, broken
+	case checked == 0:
+		ch.State = stateIdle
+	}
+	ch.Figures = []figure{{"events", fmtRate(recentRate(committed)), false}, {"chains intact", fmt.Sprintf("%d/%d", intact, checked), intact < checked}, {"emit failures", fmtInt(int64(emitFail)), emitFail > 0}}
+	ch.Spark = sparkline(committed)
+	out = append(out, ch)
+
+	// Relay: DynamoDB Streams -> SQS.
+	rl := stage{Key: "relay", Name: "Relay"}
+	if !m.has("bowline_relay_forwarded_total") {
+		notHere(&rl)
+		rl.Note = "not in this process (an EventBridge Pipe in AWS)"
+	} else {
+		fwd := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_relay_forwarded_total") }, true)
+		// The lag gauge is the age of the newest record forwarded: it
+		// grows while nothing happens, so it only counts while the relay
+		// is forwarding.
+		lag := m.max("bowline_relay_lag_seconds")
+		forwarding := recentRate(fwd) > 0
+		unrelayed := 0.0
+		if m.has("bowline_engine_events_committed_total") {
+			unrelayed = m.sum("bowline_engine_events_committed_total") - m.sum("bowline_relay_forwarded_total", "pipe=events")
+		}
+		sendErr := delta(ss, func(x sample) float64 { return x.m.sum("bowline_relay_send_errors_total") })
+		rl.State, rl.Note = stateOK, "streams -> events.fifo, record-changes"
+		switch {
+		case forwarding && lag > lagRelay.Seconds():
+			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f s behind the stream", lag)
+		case unrelayed > lagChainGap:
+			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f events committed here not relayed yet", unrelayed)
+		}
+		if sendErr > 0 {
+			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f failed sends lately (retried)", sendErr)
+		}
+		rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), forwarding && lag > lagRelay.Seconds()}, {"send errors", fmtInt(int64(m.sum("bowline_relay_send_errors_total"))), sendErr > 0}}
+		rl.Spark = sparkline(fwd)
+	}
+	out = append(out, rl)
+
+	// Queue and DLQ.
+	q := stage{Key: "queue", Name: "Queue / DLQ", Link: Prefix + "dead-letters"}
+	waiting := rateSeries(ss, func(x sample) float64 { return float64(x.events.Visible) }, false)
+	q.State, q.Note = stateOK, "events.fifo"
+	switch {
+	case cur.events.Err != "":
+		q.State, q.Note = stateDown, "cannot read events.fifo: "+cur.events.Err
+	case cur.dlq.Visible+cur.dlq.InFlight > 0:
+		q.State, q.Note = stateLagging, fmt.Sprintf("%d events in the DLQ need an operator", cur.dlq.Visible+cur.dlq.InFlight)
+	case cur.events.Visible > lagQueue:
+		q.State, q.Note = stateLagging, fmt.Sprintf("%d messages waiting", cur.events.Visible)
+	}
+	q.Figures = []figure{{"waiting", fmtInt(int64(cur.events.Visible)), cur.events.Visible > lagQueue},
+		{"in flight", fmtInt(int64(cur.events.InFlight)), false},
+		{"DLQ", fmtInt(int64(cur.dlq.Visible + cur.dlq.InFlight)), cur.dlq.Visible+cur.dlq.InFlight > 0},
+		{"record-changes", fmtInt(int64(cur.rc.Visible)), false}}
+	q.Spark = sparkline(waiting)
+	out = append(out, q)
+
+	// Worker.
+	wk := stage{Key: "worker", Name: "Worker"}
+	if !m.has("bowline_worker_received_total") {
+		notHere(&wk)
+	} else {
+		ok := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_worker_handler_seconds", "outcome=ok") }, true)
+		retries := delta(ss, func(x sample) float64 { return x.m.sum("bowline_worker_retries_total") })
+		dead := delta(ss, func(x sample) float64 { return x.m.sum("bowline_worker_dead_letters_total") })
+		wk.State, wk.Note = stateOK, "inbox claim -> handler -> complete"
+		switch {
+		case dead > 0:
+			wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f dead letters lately", dead)
+		case retries > 0:
+			wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f retries lately", retries)
+		}
+		wk.Figures = []figure{{"handled", fmtRate(recentRate(ok)), false}, {"in flight", fmtInt(int64(cur.events.InFlight)), false},
+			{"retries", fmtInt(int64(m.sum("bowline_worker_retries_total"))), retries > 0},
+			{"dead", fmtInt(int64(m.sum("bowline_worker_dead_letters_total"))), m.sum("bowline_worker_dead_letters_total") > 0}}
+		wk.Spark = sparkline(ok)
+	}
+	out = append(out, wk)
+
+	// Providers: outcomes of the subscriptions that call them, and the
+	// calls they report.
+	pv := stage{Key: "providers", Name: "Providers", Link: Prefix + "commerce"}
+	provFilter := func(x sample, outcome string) float64 {
+		t := 0.0
+		for sub := range providerSubs {
+			t += x.m.sum("bowline_worker_handler_seconds", "subscription="+sub, "outcome="+outcome)
+		}
+		return t
+	}
+	if !m.has("bowline_worker_received_total") && c.cfg.Calls == nil {
+		notHere(&pv)
+	} else {
+		okRate := rateSeries(ss, func(x sample) float64 { return provFilter(x, "ok") }, true)
+		failed := delta(ss, func(x sample) float64 { return provFilter(x, "retry") + provFilter(x, "dead") })
+		succeeded := delta(ss, func(x sample) float64 { return provFilter(x, "ok") })
+		calls, failedCalls := len(cur.calls), 0
+		for _, cl := range cur.calls {
+			if !cl.OK() {
+				failedCalls++
+			}
+		}
+		pv.State, pv.Note = stateOK, "Shopify, shipping, notifications"
+		switch {
+		case failed > 0 && succeeded == 0:
+			pv.State, pv.Note = stateDown, fmt.Sprintf("every call failing lately (%.0f)", failed)
+		case failed > 0:
+			pv.State, pv.Note = stateLagging, fmt.Sprintf("%.0f calls failed lately", failed)
+		}
+		pv.Figures = []figure{{"calls ok", fmtRate(recentRate(okRate)), false}, {"failed lately", fmtInt(int64(failed)), failed > 0}}
+		if c.cfg.Calls != nil {
+			pv.Figures = append(pv.Figures, figure{"calls seen", fmt.Sprintf("%d (%d failed)", calls, failedCalls), false})
+		}
+		pv.Spark = sparkline(okRate)
+	}
+	out = append(out, pv)
+	return out
+}

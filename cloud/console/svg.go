@@ -1,0 +1,271 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+	"time"
+)
+
+// Charts are SVG written here: no chart library, nothing to load, and the
+// test reads the same elements a person sees (docs/console.md).
+
+// petColors tell pets apart on the charts (colour-blind safe palette).
+var petColors = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7"}
+
+func petColor(i int) string { return petColors[i%len(petColors)] }
+
+// esc escapes text for SVG.
+func esc(s string) string { return template.HTMLEscapeString(s) }
+
+// sparkline draws v as a small line, newest on the right.
+func sparkline(v []float64) template.HTML {
+	const w, h = 150.0, 28.0
+	if len(v) < 2 {
+		return template.HTML(fmt.Sprintf(`<svg class="spark" viewBox="0 0 %g %g" aria-hidden="true"></svg>`, w, h))
+	}
+	hi := 0.0
+	for _, x := range v {
+		hi = math.Max(hi, x)
+	}
+	if hi == 0 {
+		hi = 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="spark" viewBox="0 0 %g %g" aria-hidden="true"><polyline fill="none" stroke="currentColor" stroke-width="1.5" points="`, w, h)
+	for i, x := range v {
+		fmt.Fprintf(&b, "%.1f,%.1f ", float64(i)*w/float64(len(v)-1), h-1-x/hi*(h-2))
+	}
+	b.WriteString(`"/></svg>`)
+	return template.HTML(b.String())
+}
+
+// chartMark is a span (a meal) or an instant (a refill, a fault) drawn
+// over the weight chart.
+type chartMark struct {
+	Kind       string // meal, refill, fault, gap
+	From, To   time.Time
+	Label      string
+	ColorIndex int
+}
+
+// column is the weight over one column of the chart.
+type column struct {
+	min, max, sum float64
+	n             int
+}
+
+// weightChart draws thing's weight from from to to: the average per column
+// as a line, min..max as a band, and marks on top.
+func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float64, small bool) template.HTML {
+	const left, right, top, bottom = 52.0, 10.0, 10.0, 24.0
+	if small {
+		w, h = 600, 170
+	}
+	pw, ph := w-left-right, h-top-bottom
+	// Columns are whole buckets (at most one per 3 px), aligned to them,
+	// so every bucket lands in exactly one column and a hole is missing
+	// data, not rounding.
+	from = from.Truncate(bucketWidth)
+	span := math.Max(to.Sub(from).Seconds(), bucketWidth.Seconds())
+	bw := bucketWidth.Seconds()
+	colSec := math.Ceil(span/math.Floor(pw/3)/bw) * bw
+	ncol := int(math.Ceil(span / colSec))
+	cols := make([]column, ncol)
+	for _, bk := range v.Buckets {
+		i := int(float64(bk.t-from.Unix()) / colSec)
+		if bk.t < from.Unix() || i >= ncol {
+			continue
+		}
+		c := &cols[i]
+		if c.n == 0 {
+			c.min, c.max = bk.min, bk.max
+		}
+		c.min, c.max = math.Min(c.min, bk.min), math.Max(c.max, bk.max)
+		c.sum += bk.sum
+		c.n += int(bk.n)
+	}
+	lo, hi, points := math.Inf(1), math.Inf(-1), 0
+	for _, c := range cols {
+		if c.n > 0 {
+			a := c.sum / float64(c.n)
+			lo, hi = math.Min(lo, a), math.Max(hi, a)
+			points++
+		}
+	}
+	if points == 0 {
+		lo, hi = 0, 400
+	}
+	lo, hi = math.Floor((lo-15)/10)*10, math.Ceil((hi+15)/10)*10
+	if hi-lo < 50 {
+		hi = lo + 50
+	}
+	X := func(t float64) float64 { return left + (t-float64(from.Unix()))/span*pw }
+	Y := func(g float64) float64 { return top + ph - (math.Max(lo, math.Min(hi, g))-lo)/(hi-lo)*ph }
+	colX := func(i int) float64 { return left + (float64(i)+0.5)*colSec/span*pw }
+
+	var b strings.Builder
+	label := fmt.Sprintf("Weight of %s from %s to %s UTC: %d points from the telemetry stream", v.Thing, from.UTC().Format("15:04"), to.UTC().Format("15:04"), points)
+	cls := "chart weight-chart"
+	if small {
+		cls += " small"
+	}
+	fmt.Fprintf(&b, `<svg class="%s" viewBox="0 0 %g %g" role="img" aria-label="%s" data-points="%d" data-thing="%s">`, cls, w, h, esc(label), points, esc(v.Thing))
+	fmt.Fprintf(&b, `<title>%s</title>`, esc(label))
+	// Grid and axes.
+	for i := 0; i <= 4; i++ {
+		g := lo + (hi-lo)*float64(i)/4
+		y := Y(g)
+		fmt.Fprintf(&b, `<line class="grid" x1="%g" x2="%g" y1="%.1f" y2="%.1f"/>`, left, w-right, y, y)
+		if !small || i%2 == 0 {
+			fmt.Fprintf(&b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%.0f g</text>`, left-4, y+4, g)
+		}
+	}
+	ticks := 6
+	if small {
+		ticks = 2
+	}
+	for i := 0; i <= ticks; i++ {
+		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / float64(ticks)))
+		x := X(float64(t.Unix()))
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case ticks:
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, x, h-6, anchor, t.UTC().Format("15:04"))
+	}
+	// Marks under the line.
+	for _, mk := range marks {
+		if mk.To.Before(from) || mk.From.After(to) {
+			continue
+		}
+		x1 := X(float64(later(mk.From, from).Unix()))
+		x2 := math.Max(X(float64(earlier(mk.To, to).Unix())), x1+2)
+		switch mk.Kind {
+		case "meal":
+			fmt.Fprintf(&b, `<rect class="mark meal-mark" x="%.1f" y="%g" width="%.1f" height="%g" fill="%s"><title>%s</title></rect>`, x1, top, x2-x1, ph, petColor(mk.ColorIndex), esc(mk.Label))
+		default:
+			fmt.Fprintf(&b, `<line class="mark %s-mark" x1="%.1f" x2="%.1f" y1="%g" y2="%g"><title>%s</title></line>`, mk.Kind, x1, x1, top, top+ph, esc(mk.Label))
+		}
+	}
+	// The band and the line, split where there is no data.
+	var seg []int
+	flush := func() {
+		if len(seg) == 0 {
+			return
+		}
+		b.WriteString(`<polygon class="band" points="`)
+		for _, i := range seg {
+			fmt.Fprintf(&b, "%.1f,%.1f ", colX(i), Y(cols[i].max))
+		}
+		for j := len(seg) - 1; j >= 0; j-- {
+			fmt.Fprintf(&b, "%.1f,%.1f ", colX(seg[j]), Y(cols[seg[j]].min))
+		}
+		b.WriteString(`"/><polyline class="weight-line" points="`)
+		for _, i := range seg {
+			fmt.Fprintf(&b, "%.1f,%.1f ", colX(i), Y(cols[i].sum/float64(cols[i].n)))
+		}
+		b.WriteString(`"/>`)
+		seg = seg[:0]
+	}
+	for i, c := range cols {
+		if c.n == 0 {
+			flush()
+			continue
+		}
+		seg = append(seg, i)
+	}
+	flush()
+	if points == 0 {
+		fmt.Fprintf(&b, `<text class="empty" x="%g" y="%g" text-anchor="middle">no readings from the stream in this window yet</text>`, left+pw/2, top+ph/2)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// timelineItem is one dot of the meal timeline.
+type timelineItem struct {
+	Kind  string // meal, refill, fault, gap, low, empty
+	Row   int    // pet index for meals
+	At    time.Time
+	Pet   string
+	Grams float64
+	Label string
+}
+
+// timeline draws meals per pet (one row each) and the bowl's other events
+// (one row) between from and to.
+func timeline(pets []string, items []timelineItem, from, to time.Time) template.HTML {
+	const w, left, right, rowH, top = 1000.0, 150.0, 10.0, 34.0, 6.0
+	rows := len(pets) + 1
+	h := top + float64(rows)*rowH + 22
+	span := to.Sub(from).Seconds()
+	X := func(t time.Time) float64 { return left + t.Sub(from).Seconds()/span*(w-left-right) }
+	var b strings.Builder
+	meals := 0
+	for _, it := range items {
+		if it.Kind == "meal" {
+			meals++
+		}
+	}
+	label := fmt.Sprintf("Meals per pet and bowl events from %s to %s UTC: %d meals", from.UTC().Format("Jan 2 15:04"), to.UTC().Format("Jan 2 15:04"), meals)
+	fmt.Fprintf(&b, `<svg class="chart timeline" viewBox="0 0 %g %g" role="img" aria-label="%s" data-meals="%d"><title>%s</title>`, w, h, esc(label), meals, esc(label))
+	for r := 0; r < rows; r++ {
+		y := top + float64(r)*rowH + rowH/2
+		name := "refills, faults, gaps"
+		if r < len(pets) {
+			name = "pet " + pets[r]
+		}
+		fmt.Fprintf(&b, `<line class="grid" x1="%g" x2="%g" y1="%.1f" y2="%.1f"/>`, left, w-right, y, y)
+		fmt.Fprintf(&b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%s</text>`, left-8, y+4, esc(name))
+	}
+	for i := 0; i <= 6; i++ {
+		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / 6))
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 6:
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, X(t), h-6, anchor, t.UTC().Format("15:04"))
+	}
+	for _, it := range items {
+		if it.At.Before(from) || it.At.After(to) {
+			continue
+		}
+		x := X(it.At)
+		at := it.At.UTC().Format(time.RFC3339)
+		switch it.Kind {
+		case "meal":
+			y := top + float64(it.Row)*rowH + rowH/2
+			r := 4 + math.Sqrt(math.Max(0, it.Grams))*1.1
+			fmt.Fprintf(&b, `<circle class="meal" cx="%.1f" cy="%.1f" r="%.1f" fill="%s" data-kind="meal" data-pet="%s" data-at="%s" data-grams="%.1f"><title>%s</title></circle>`,
+				x, y, math.Min(r, rowH/2-2), petColor(it.Row), esc(it.Pet), at, it.Grams, esc(it.Label))
+		default:
+			y := top + float64(len(pets))*rowH + rowH/2
+			fmt.Fprintf(&b, `<g class="ev ev-%s" data-kind="%s" data-at="%s"><rect x="%.1f" y="%.1f" width="6" height="14" transform="rotate(45 %.1f %.1f)"/><title>%s</title></g>`,
+				it.Kind, it.Kind, at, x-3, y-7, x, y, esc(it.Label))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

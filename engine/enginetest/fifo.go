@@ -1,0 +1,679 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	"github.com/oklog/ulid/v2"
+)
+
+// FIFO is an in-memory SQS FIFO queue and its FIFO dead-letter queue that
+// behave as the SQS documentation describes, where the local emulator
+// (fauxqs) does not: it hands out up to ten messages of one group per
+// receive, and it rejects stale receipt handles. It serves the calls the
+// engine's consumers make (ReceiveMessage, DeleteMessage[Batch],
+// ChangeMessageVisibility[Batch], SendMessage[Batch], GetQueueAttributes)
+// on two URLs, URL and DLQURL, in real time. It is safe for concurrent use.
+//
+// The behaviours, with the documentation they follow:
+//
+//   - Receive (SQS Developer Guide, "FIFO queue delivery logic"): "Amazon
+//     SQS attempts to return as many messages with the same message group
+//     ID as possible" in one call (MaxNumberOfMessages, at most 10); "you
+//     can't receive additional messages from the same message group ID
+//     unless the currently received messages are deleted, or they become
+//     visible again"; if fewer than ten of one group are available, other
+//     groups fill the batch, each in its FIFO order.
+//   - Visibility ("Amazon SQS visibility timeout"): a received message is
+//     invisible for the queue's VisibilityTimeout (or the receive's); when
+//     it expires without a delete the message is available again, at the
+//     head of its group, and the next receive increments its
+//     ApproximateReceiveCount.
+//   - ChangeMessageVisibility (API reference): the new timeout counts from
+//     the call; 0 makes the message visible at once; a total beyond 12 hours
+//     from the receive is rejected (InvalidParameterValue); a message that
+//     is not in flight fails with MessageNotInflight; a handle that is not
+//     the message's current one fails with ReceiptHandleIsInvalid.
+//   - DeleteMessage: for FIFO queues a delete with an expired receipt handle
+//     is rejected ("ReceiptHandleIsInvalid: The receipt handle has expired",
+//     aws/aws-sdk-js#1279 and localstack/localstack#12442, both checked
+//     against AWS) rather than the standard queue's silent success; so is a
+//     handle superseded by a later receive ("you must provide the most
+//     recently received ReceiptHandle", DeleteMessage API reference).
+//   - Batch calls (DeleteMessageBatch, ChangeMessageVisibilityBatch): 1-10
+//     entries with distinct Ids (EmptyBatchRequest,
+//     TooManyEntriesInBatchRequest, BatchEntryIdsNotDistinct), each entry's
+//     result reported on its own, failures in Failed with SenderFault.
+//   - Redrive ("Using dead-letter queues"): when a message's receive count
+//     would exceed the RedrivePolicy's maxReceiveCount, the receive moves it
+//     to the dead-letter queue (same MessageId, body and group) instead of
+//     returning it.
+//   - Send: MessageGroupId is required; a MessageDeduplicationId seen in the
+//     last five minutes is accepted and not enqueued again (the
+//     deduplication interval).
+//
+// Not modelled: delays, message attributes, content-based deduplication,
+// the 20,000 in-flight limit, high-throughput mode.
+type FIFO struct {
+	// URL and DLQURL are the queue URLs the double answers.
+	URL, DLQURL string
+
+	visibility time.Duration
+	maxReceive int
+
+	mu      sync.Mutex
+	main    *fifoQueue
+	dlq     *fifoQueue
+	changed chan struct{} // closed and replaced on every change, for long polls
+	calls   map[string]int
+	errs    map[string]int
+}
+
+// FIFOConfig configures a FIFO double.
+type FIFOConfig struct {
+	// Name is the queue name, ".fifo" added; default "double".
+	Name string
+	// Visibility is the queue's VisibilityTimeout, in whole seconds.
+	// Default 30s.
+	Visibility time.Duration
+	// MaxReceiveCount is the RedrivePolicy's maxReceiveCount; 0 means no
+	// redrive policy.
+	MaxReceiveCount int
+}
+
+// NewFIFO returns an empty FIFO double.
+func NewFIFO(cfg FIFOConfig) *FIFO {
+	if cfg.Name == "" {
+		cfg.Name = "double"
+	}
+	if cfg.Visibility <= 0 {
+		cfg.Visibility = 30 * time.Second
+	}
+	cfg.Visibility = time.Duration(math.Ceil(cfg.Visibility.Seconds())) * time.Second
+	base := "https://sqs.double.local/000000000000/"
+	f := &FIFO{
+		URL: base + cfg.Name + ".fifo", DLQURL: base + cfg.Name + "-dlq.fifo",
+		visibility: cfg.Visibility, maxReceive: cfg.MaxReceiveCount,
+		main: newFIFOQueue(cfg.Name + ".fifo"), dlq: newFIFOQueue(cfg.Name + "-dlq.fifo"),
+		changed: make(chan struct{}), calls: map[string]int{}, errs: map[string]int{},
+	}
+	return f
+}
+
+// FIFOMessage is a snapshot of one message of a FIFO double.
+type FIFOMessage struct {
+	ID, Group, Body, DedupID string
+	// Receives is its receive count so far.
+	Receives int
+	// InFlight: received and neither deleted nor visible again.
+	InFlight bool
+	// Deleted: removed by DeleteMessage (still listed by Messages).
+	Deleted bool
+}
+
+// Messages returns every message ever enqueued on url (URL or DLQURL),
+// deleted ones included, in send order.
+func (f *FIFO) Messages(url string) []FIFOMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queue(url)
+	if q == nil {
+		return nil
+	}
+	now := time.Now()
+	var out []FIFOMessage
+	for _, m := range q.all {
+		out = append(out, FIFOMessage{ID: m.id, Group: m.group, Body: m.body, DedupID: m.dedup,
+			Receives: m.receives, InFlight: !m.deleted && m.inFlight(now), Deleted: m.deleted})
+	}
+	return out
+}
+
+// Calls returns how many calls of op ("DeleteMessageBatch", say) the
+// double served.
+func (f *FIFO) Calls(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+// Errors returns how many calls or batch entries of op failed.
+func (f *FIFO) Errors(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.errs[op]
+}
+
+type fifoQueue struct {
+	name     string
+	all      []*fifoMsg // every message, in send order (deleted ones too)
+	dedup    map[string]dedupSeen
+	receipts map[string]*fifoMsg // every handle ever issued
+	seq      int64
+}
+
+type dedupSeen struct {
+	id string
+	at time.Time
+}
+
+type fifoMsg struct {
+	id, body, group, dedup string
+	seq                    int64
+	sent                   time.Time
+	receives               int
+	firstReceive           time.Time
+	// receipt is the current handle while in flight, "" otherwise;
+	// receivedAt is when it was issued (the 12-hour cap counts from it).
+	receipt        string
+	receivedAt     time.Time
+	invisibleUntil time.Time
+	deleted        bool
+	deletedBy      string
+}
+
+func newFIFOQueue(name string) *fifoQueue {
+	return &fifoQueue{name: name, dedup: map[string]dedupSeen{}, receipts: map[string]*fifoMsg{}}
+}
+
+// inFlight reports whether m is received and its visibility has not
+// expired.
+func (m *fifoMsg) inFlight(now time.Time) bool {
+	return m.receipt != "" && now.Before(m.invisibleUntil)
+}
+
+// expire ends the in-flight state of messages whose visibility timeout
+// passed: their handle is no longer current.
+func (q *fifoQueue) expire(now time.Time) {
+	for _, m := range q.all {
+		if m.receipt != "" && !m.deleted && !now.Before(m.invisibleUntil) {
+			m.receipt = ""
+		}
+	}
+}
+
+func (f *FIFO) queue(url string) *fifoQueue {
+	switch url {
+	case f.URL:
+		return f.main
+	case f.DLQURL:
+		return f.dlq
+	}
+	return nil
+}
+
+// notify wakes long polls; call with f.mu held.
+func (f *FIFO) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func apiError(code, msg string) error {
+	return &smithy.GenericAPIError{Code: code, Message: msg, Fault: smithy.FaultClient}
+}
+
+func (f *FIFO) begin(op, url string) (*fifoQueue, error) {
+	f.calls[op]++
+	q := f.queue(url)
+	if q == nil {
+		f.errs[op]++
+		return nil, &sqstypes.QueueDoesNotExist{Message: aws.String("The specified queue does not exist: " + url)}
+	}
+	return q, nil
+}
+
+// SendMessage enqueues one message; MessageGroupId and
+// MessageDeduplicationId are required.
+func (f *FIFO) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("SendMessage", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	id, seq, err := f.send(q, aws.ToString(in.MessageBody), aws.ToString(in.MessageGroupId), aws.ToString(in.MessageDeduplicationId))
+	if err != nil {
+		f.errs["SendMessage"]++
+		return nil, err
+	}
+	return &sqs.SendMessageOutput{MessageId: aws.String(id), SequenceNumber: aws.String(strconv.FormatInt(seq, 10))}, nil
+}
+
+// SendMessageBatch enqueues up to ten messages.
+func (f *FIFO) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("SendMessageBatch", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = aws.ToString(e.Id)
+	}
+	if err := checkBatch(ids); err != nil {
+		f.errs["SendMessageBatch"]++
+		return nil, err
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		id, seq, err := f.send(q, aws.ToString(e.MessageBody), aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId))
+		if err != nil {
+			f.errs["SendMessageBatch"]++
+			out.Failed = append(out.Failed, batchError(aws.ToString(e.Id), err))
+			continue
+		}
+		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(id), SequenceNumber: aws.String(strconv.FormatInt(seq, 10))})
+	}
+	return out, nil
+}
+
+// dedupInterval is SQS's deduplication interval.
+const dedupInterval = 5 * time.Minute
+
+func (f *FIFO) send(q *fifoQueue, body, group, dedup string) (string, int64, error) {
+	switch {
+	case group == "":
+		return "", 0, apiError("MissingParameter", "The request must contain the parameter MessageGroupId.")
+	case dedup == "":
+		return "", 0, apiError("InvalidParameterValue", "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+	case body == "":
+		return "", 0, apiError("MissingParameter", "The request must contain the parameter MessageBody.")
+	}
+	now := time.Now()
+	if seen, ok := q.dedup[dedup]; ok && now.Sub(seen.at) < dedupInterval {
+		for _, m := range q.all {
+			if m.id == seen.id {
+				return m.id, m.seq, nil
+			}
+		}
+	}
+	q.seq++
+	m := &fifoMsg{id: ulid.Make().String(), body: body, group: group, dedup: dedup, seq: q.seq, sent: now}
+	q.all = append(q.all, m)
+	q.dedup[dedup] = dedupSeen{id: m.id, at: now}
+	f.notify()
+	return m.id, m.seq, nil
+}
+
+// ReceiveMessage returns up to MaxNumberOfMessages (1-10, default 1)
+// messages, as many of one group as possible, and long-polls up to
+// WaitTimeSeconds when none is available.
+func (f *FIFO) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	max := int(in.MaxNumberOfMessages)
+	if max == 0 {
+		max = 1
+	}
+	if max < 1 || max > 10 {
+		return nil, apiError("InvalidParameterValue", fmt.Sprintf("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10.", max))
+	}
+	vis := f.visibility
+	if in.VisibilityTimeout != 0 {
+		vis = time.Duration(in.VisibilityTimeout) * time.Second
+	}
+	want := map[string]bool{}
+	for _, n := range in.MessageSystemAttributeNames {
+		want[string(n)] = true
+	}
+	for _, n := range in.AttributeNames { // deprecated, still honoured by SQS
+		want[string(n)] = true
+	}
+	deadline := time.Now().Add(time.Duration(in.WaitTimeSeconds) * time.Second)
+	for first := true; ; first = false {
+		f.mu.Lock()
+		if first {
+			if _, err := f.begin("ReceiveMessage", aws.ToString(in.QueueUrl)); err != nil {
+				f.mu.Unlock()
+				return nil, err
+			}
+		}
+		q := f.queue(aws.ToString(in.QueueUrl))
+		msgs, nextExpiry := f.receive(q, max, vis, want)
+		changed := f.changed
+		f.mu.Unlock()
+		now := time.Now()
+		if len(msgs) > 0 || !now.Before(deadline) {
+			return &sqs.ReceiveMessageOutput{Messages: msgs}, nil
+		}
+		wait := deadline.Sub(now)
+		if !nextExpiry.IsZero() && nextExpiry.Sub(now) < wait {
+			wait = max0(nextExpiry.Sub(now))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func max0(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return time.Millisecond
+	}
+	return d
+}
+
+// receive takes up to max messages off q; it also returns when the next
+// in-flight message's visibility expires (zero when none), so a long poll
+// can wake for it.
+func (f *FIFO) receive(q *fifoQueue, max int, vis time.Duration, want map[string]bool) ([]sqstypes.Message, time.Time) {
+	now := time.Now()
+	q.expire(now)
+	locked := map[string]bool{}
+	var nextExpiry time.Time
+	for _, m := range q.all {
+		if !m.deleted && m.inFlight(now) {
+			locked[m.group] = true
+			if nextExpiry.IsZero() || m.invisibleUntil.Before(nextExpiry) {
+				nextExpiry = m.invisibleUntil
+			}
+		}
+	}
+	var out []sqstypes.Message
+	visited := map[string]bool{}
+	for len(out) < max {
+		// The group of the oldest available message, then as many of its
+		// messages as fit, in order.
+		group := ""
+		for _, m := range q.all {
+			if !m.deleted && !locked[m.group] && !visited[m.group] {
+				group = m.group
+				break
+			}
+		}
+		if group == "" {
+			break
+		}
+		visited[group] = true
+		for _, m := range q.all {
+			if len(out) == max {
+				break
+			}
+			if m.deleted || m.group != group {
+				continue
+			}
+			if q == f.main && f.maxReceive > 0 && m.receives >= f.maxReceive {
+				f.moveToDLQ(m)
+				continue
+			}
+			m.receives++
+			if m.firstReceive.IsZero() {
+				m.firstReceive = now
+			}
+			m.receipt = "rh-" + ulid.Make().String()
+			m.receivedAt = now
+			m.invisibleUntil = now.Add(vis)
+			q.receipts[m.receipt] = m
+			if nextExpiry.IsZero() || m.invisibleUntil.Before(nextExpiry) {
+				nextExpiry = m.invisibleUntil
+			}
+			out = append(out, received(m, want))
+		}
+	}
+	return out, nextExpiry
+}
+
+// moveToDLQ moves m from the main queue to the DLQ: same id, body and
+// group; it leaves the main queue as if deleted.
+func (f *FIFO) moveToDLQ(m *fifoMsg) {
+	m.deleted, m.deletedBy, m.receipt = true, "redrive", ""
+	f.dlq.seq++
+	moved := &fifoMsg{id: m.id, body: m.body, group: m.group, dedup: m.dedup, seq: f.dlq.seq, sent: time.Now()}
+	f.dlq.all = append(f.dlq.all, moved)
+}
+
+func received(m *fifoMsg, want map[string]bool) sqstypes.Message {
+	all := want["All"]
+	attrs := map[string]string{}
+	add := func(name, v string) {
+		if all || want[name] {
+			attrs[name] = v
+		}
+	}
+	add("ApproximateReceiveCount", strconv.Itoa(m.receives))
+	add("ApproximateFirstReceiveTimestamp", strconv.FormatInt(m.firstReceive.UnixMilli(), 10))
+	add("MessageGroupId", m.group)
+	add("MessageDeduplicationId", m.dedup)
+	add("SequenceNumber", strconv.FormatInt(m.seq, 10))
+	add("SentTimestamp", strconv.FormatInt(m.sent.UnixMilli(), 10))
+	add("SenderId", "000000000000")
+	return sqstypes.Message{MessageId: aws.String(m.id), ReceiptHandle: aws.String(m.receipt), Body: aws.String(m.body), Attributes: attrs}
+}
+
+// handle resolves a receipt handle for op: the message it is the current
+// handle of, or the error SQS gives.
+func (q *fifoQueue) handle(op, rh string, now time.Time) (*fifoMsg, error) {
+	m, ok := q.receipts[rh]
+	if !ok {
+		return nil, &sqstypes.ReceiptHandleIsInvalid{Message: aws.String(fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", rh))}
+	}
+	if m.deleted {
+		if op == "delete" && m.deletedBy == rh {
+			return m, nil // repeating the delete that removed it
+		}
+		return nil, &sqstypes.ReceiptHandleIsInvalid{Message: aws.String("The receipt handle has expired.")}
+	}
+	if m.receipt == rh && m.inFlight(now) {
+		return m, nil
+	}
+	if op == "visibility" && !m.inFlight(now) {
+		return nil, &sqstypes.MessageNotInflight{Message: aws.String("The message referred to isn't in flight.")}
+	}
+	return nil, &sqstypes.ReceiptHandleIsInvalid{Message: aws.String("The receipt handle has expired.")}
+}
+
+// DeleteMessage deletes the message whose current receipt handle is given.
+func (f *FIFO) DeleteMessage(_ context.Context, in *sqs.DeleteMessageInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("DeleteMessage", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.delete(q, aws.ToString(in.ReceiptHandle)); err != nil {
+		f.errs["DeleteMessage"]++
+		return nil, err
+	}
+	return &sqs.DeleteMessageOutput{}, nil
+}
+
+func (f *FIFO) delete(q *fifoQueue, rh string) error {
+	now := time.Now()
+	q.expire(now)
+	m, err := q.handle("delete", rh, now)
+	if err != nil {
+		return err
+	}
+	if !m.deleted {
+		m.deleted, m.deletedBy, m.receipt = true, rh, ""
+		f.notify()
+	}
+	return nil
+}
+
+// DeleteMessageBatch deletes up to ten messages, reporting each entry.
+func (f *FIFO) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("DeleteMessageBatch", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = aws.ToString(e.Id)
+	}
+	if err := checkBatch(ids); err != nil {
+		f.errs["DeleteMessageBatch"]++
+		return nil, err
+	}
+	out := &sqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if err := f.delete(q, aws.ToString(e.ReceiptHandle)); err != nil {
+			f.errs["DeleteMessageBatch"]++
+			out.Failed = append(out.Failed, batchError(aws.ToString(e.Id), err))
+			continue
+		}
+		out.Successful = append(out.Successful, sqstypes.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+// maxVisibility is SQS's cap on a message's visibility from its receive.
+const maxVisibility = 12 * time.Hour
+
+// ChangeMessageVisibility sets an in-flight message's visibility timeout
+// from now.
+func (f *FIFO) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("ChangeMessageVisibility", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	if err := f.changeVisibility(q, aws.ToString(in.ReceiptHandle), in.VisibilityTimeout); err != nil {
+		f.errs["ChangeMessageVisibility"]++
+		return nil, err
+	}
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+func (f *FIFO) changeVisibility(q *fifoQueue, rh string, secs int32) error {
+	now := time.Now()
+	q.expire(now)
+	m, err := q.handle("visibility", rh, now)
+	if err != nil {
+		return err
+	}
+	d := time.Duration(secs) * time.Second
+	if secs < 0 || now.Add(d).Sub(m.receivedAt) > maxVisibility {
+		return apiError("InvalidParameterValue", fmt.Sprintf("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", secs))
+	}
+	m.invisibleUntil = now.Add(d)
+	if secs == 0 {
+		m.receipt = ""
+		f.notify()
+	}
+	return nil
+}
+
+// ChangeMessageVisibilityBatch changes up to ten messages' visibility,
+// reporting each entry.
+func (f *FIFO) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMessageVisibilityBatchInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("ChangeMessageVisibilityBatch", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(in.Entries))
+	for i, e := range in.Entries {
+		ids[i] = aws.ToString(e.Id)
+	}
+	if err := checkBatch(ids); err != nil {
+		f.errs["ChangeMessageVisibilityBatch"]++
+		return nil, err
+	}
+	out := &sqs.ChangeMessageVisibilityBatchOutput{}
+	for _, e := range in.Entries {
+		if err := f.changeVisibility(q, aws.ToString(e.ReceiptHandle), e.VisibilityTimeout); err != nil {
+			f.errs["ChangeMessageVisibilityBatch"]++
+			out.Failed = append(out.Failed, batchError(aws.ToString(e.Id), err))
+			continue
+		}
+		out.Successful = append(out.Successful, sqstypes.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func checkBatch(ids []string) error {
+	switch {
+	case len(ids) == 0:
+		return &sqstypes.EmptyBatchRequest{Message: aws.String("There should be at least one entry in the request.")}
+	case len(ids) > 10:
+		return &sqstypes.TooManyEntriesInBatchRequest{Message: aws.String(fmt.Sprintf("Maximum number of entries per request are 10. You have sent %d.", len(ids)))}
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			return &sqstypes.BatchEntryIdsNotDistinct{Message: aws.String("Id " + id + " repeated.")}
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+func batchError(id string, err error) sqstypes.BatchResultErrorEntry {
+	code, msg := "InternalError", err.Error()
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code, msg = api.ErrorCode(), api.ErrorMessage()
+	}
+	return sqstypes.BatchResultErrorEntry{Id: aws.String(id), Code: aws.String(code), Message: aws.String(msg), SenderFault: true}
+}
+
+// GetQueueAttributes answers QueueArn, FifoQueue, VisibilityTimeout,
+// RedrivePolicy (main queue with a MaxReceiveCount),
+// ApproximateNumberOfMessages and ApproximateNumberOfMessagesNotVisible.
+func (f *FIFO) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, err := f.begin("GetQueueAttributes", aws.ToString(in.QueueUrl))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	q.expire(now)
+	visible, inFlight := 0, 0
+	for _, m := range q.all {
+		switch {
+		case m.deleted:
+		case m.inFlight(now):
+			inFlight++
+		default:
+			visible++
+		}
+	}
+	attrs := map[string]string{
+		"QueueArn":                              "arn:aws:sqs:us-east-1:000000000000:" + q.name,
+		"FifoQueue":                             "true",
+		"VisibilityTimeout":                     strconv.Itoa(int(f.visibility.Seconds())),
+		"ApproximateNumberOfMessages":           strconv.Itoa(visible),
+		"ApproximateNumberOfMessagesNotVisible": strconv.Itoa(inFlight),
+	}
+	if q == f.main && f.maxReceive > 0 {
+		p, _ := json.Marshal(map[string]any{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:" + f.dlq.name, "maxReceiveCount": f.maxReceive})
+		attrs["RedrivePolicy"] = string(p)
+	}
+	out := map[string]string{}
+	all := false
+	for _, n := range in.AttributeNames {
+		if n == sqstypes.QueueAttributeNameAll {
+			all = true
+		}
+	}
+	for _, n := range in.AttributeNames {
+		if v, ok := attrs[string(n)]; ok {
+			out[string(n)] = v
+		}
+	}
+	if all {
+		out = attrs
+	}
+	return &sqs.GetQueueAttributesOutput{Attributes: out}, nil
+}
