@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/backoff"
 )
 
 // permanent marks an error retry must not retry.
@@ -30,33 +31,9 @@ func (in *Ingester) retry(ctx context.Context, what string, f func() error) erro
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		in.log.Warn("transient failure; retrying", "what", what, "attempt", attempt+1, "err", err)
-		if !sleep(ctx, backoff(50*time.Millisecond, in.cfg.RetryMax, attempt+1)) {
+		policy := backoff.Policy{Base: 50 * time.Millisecond, Max: in.cfg.RetryMax, Jitter: 1}
+		if policy.Wait(ctx, attempt) != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-	}
-}
-
-// backoff is full-jitter exponential: uniform in [0, min(max, base*2^attempt)].
-func backoff(base, max time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	if d <= 0 {
-		return 0
-	}
-	return rand.N(d) + 1
-}
-
-// sleep waits d or until ctx ends; it reports whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

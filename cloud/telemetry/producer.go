@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bowline-iot/bowline/internal/backoff"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -189,7 +191,8 @@ func (p *Producer) send(batch []*record) {
 		if attempt > 0 {
 			p.lim.release()
 			held = false
-			if !sleep(p.work, backoff(p.cfg.BackoffBase, p.cfg.BackoffMax, attempt)) || !p.lim.acquire(p.work) {
+			retry := backoff.Policy{Base: p.cfg.BackoffBase, Max: p.cfg.BackoffMax, Jitter: 1}
+			if retry.Wait(p.work, attempt-1) != nil || !p.lim.acquire(p.work) {
 				for _, r := range batch {
 					r.done(ErrClosed)
 				}
