@@ -254,6 +254,9 @@ func (c *Console) verifyAll(ctx context.Context, pass int) {
 
 func (c *Console) verifyTenant(ctx context.Context, tenant string, withUnsettled bool) {
 	rep, err := c.cfg.Chains.VerifyChain(ctx, tenant)
+	if v, ok := c.log.view(tenant); ok && v.Unsettled < 0 {
+		withUnsettled = true // not counted yet: a new tenant
+	}
 	unsettled := -1
 	if err == nil && withUnsettled && c.cfg.Unsettled != nil {
 		if n, uerr := c.cfg.Unsettled.Unsettled(ctx, tenant); uerr == nil {
