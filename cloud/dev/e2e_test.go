@@ -99,14 +99,16 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	t.Logf("simulated day in %v", time.Since(began).Round(time.Millisecond))
 	// Everything the bowls numbered reached an agent, and every agent's
 	// outbox emptied: the broker holds the rest for ingest's session.
-	testkit.WaitFor(t, "every MCU ring and outbox to drain", 3*time.Minute, func() bool {
+	testkit.WaitProgress(t, "every MCU ring and outbox to drain", time.Second, 3*time.Minute, func() (bool, int) {
+		left := 0
 		for _, b := range sys.Bowls() {
 			st, err := b.Agent().Outbox().Stats()
-			if err != nil || b.MCU().Stats().RingLen > 0 || st.Events.Records > 0 || st.Telemetry.Records > 0 {
-				return false
+			if err != nil {
+				return false, -left - 1
 			}
+			left += b.MCU().Stats().RingLen + int(st.Events.Records+st.Telemetry.Records)
 		}
-		return true
+		return left == 0, -left
 	})
 	ddb := dynamodb.NewFromConfig(awsCfg, awsenv.DynamoDBOptions)
 	cfg := sys.Config()

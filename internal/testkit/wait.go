@@ -43,13 +43,14 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 }
 
 // WaitProgress polls step every interval until it reports done. It fails
-// the test only when step's progress count has not grown for stall (or the
+// the test only when step's progress count has not grown for stall (it may
+// start anywhere, negative too: minus the work left counts down) or the
 // test's context ends): a slow emulator on a loaded machine takes longer,
 // a stuck pipeline fails. Use it where the amount of work, not a bug,
 // decides how long a wait takes; what names the wait in the failure.
 func WaitProgress(t testing.TB, what string, interval, stall time.Duration, step func() (done bool, progress int)) {
 	t.Helper()
-	last, lastAt := -1, time.Now()
+	last, lastAt, first := 0, time.Now(), true
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -57,8 +58,8 @@ func WaitProgress(t testing.TB, what string, interval, stall time.Duration, step
 		if done {
 			return
 		}
-		if n > last {
-			last, lastAt = n, time.Now()
+		if first || n > last {
+			last, lastAt, first = n, time.Now(), false
 		} else if time.Since(lastAt) > stall {
 			t.Fatalf("no progress for %s waiting for %s (stuck at %d)", stall, what, n)
 		}
