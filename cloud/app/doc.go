@@ -10,4 +10,9 @@
 // `bowline` (cloud/cmd/bowline) and `bowline dev` (cloud/dev) build on this
 // package; nothing else constructs engines or resolves queue URLs, so every
 // emit in a process group-commits through the same engine (docs/group-commit.md).
+//
+// With BOWLINE_RECORD_CALLS set, every AWS call is recorded (internal/awscalls)
+// under the part that made it: the process's own (Config.Part, the command),
+// or, for what Open hands out, the part's label (Part, the Part* constants),
+// so the tests can check each call against that part's IAM role (docs/iam.md).
 package app

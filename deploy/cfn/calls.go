@@ -34,7 +34,6 @@ var BowlineParts = map[string]PartRoles{
 	"redrive":              {Roles: []string{"OperatorRole"}},
 	"dead-letters":         {Roles: []string{"OperatorRole"}},
 	"devices":              {Roles: []string{"OperatorRole"}},
-	"verify-chain":         {Roles: []string{"OperatorRole"}},
 	"relay":                {Reason: "only the local relay keeps checkpoints, looks up the stream and resolves the queue URL; an EventBridge Pipe keeps its own position and is configured with ARNs"},
 	"provision":            {Reason: "in AWS, CloudFormation creates the tables and queues (bowline provision serves the local stack and development accounts)"},
 	"dev":                  {Reason: "bowline dev's status line and background chain check run only locally"},
@@ -106,7 +105,7 @@ type CallReport struct {
 // recorder could not attribute to a resource, a part parts does not know,
 // and a role policy that does not resolve (ResourceEnv, RolePolicy).
 func CheckCalls(t *Template, calls []awscalls.Call, parts map[string]PartRoles) (*CallReport, error) {
-	rep := &CallReport{}
+	rep := &CallReport{Denied: []DeniedCall{}, Roles: []RoleReport{}, NotChecked: []NotChecked{}, NotExercised: []string{}}
 	type polKey struct{ role, stack, region string }
 	policies := map[polKey]*RolePolicy{}
 	requests := map[string]int{}

@@ -41,6 +41,8 @@
 // A dry run never walks (a walk rewrites messages): it reports events
 // behind held messages as not found. A walked message's retention starts
 // again, and an event dead-lettered into a group while the run walks it
-// lands among the copies, not after them. A run holds messages for
-// Config.Hold; a longer run re-holds those it receives again.
+// lands among the copies, not after them. A run keeps its held messages
+// invisible by renewing their visibility every Config.Hold/2; one that
+// came back anyway is held again under its new receipt handle. Finding an
+// id that is in no dead letter walks every group that holds a message.
 package redrive

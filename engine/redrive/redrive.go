@@ -24,6 +24,7 @@ type QueueAPI interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
 
 // Inbox releases dead rows (inbox.Store).
@@ -51,7 +52,8 @@ type Config struct {
 	Inbox       Inbox
 	DeadLetters DeadLetters
 	// Hold is how long a received DLQ message stays invisible while the run
-	// works through the queue. Default 60s.
+	// works through the queue; the run renews it every Hold/2 for the
+	// messages it keeps. Default 60s; at least 2s.
 	Hold time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -62,8 +64,8 @@ func (c Config) Validate() error {
 	if c.Queue == nil || c.QueueURL == "" || c.DLQURL == "" || c.Inbox == nil || c.DeadLetters == nil {
 		return errors.New("redrive config: Queue, QueueURL, DLQURL, Inbox and DeadLetters are required")
 	}
-	if c.Hold < 0 {
-		return errors.New("redrive config: negative Hold")
+	if c.Hold < 0 || (c.Hold > 0 && c.Hold < 2*time.Second) {
+		return fmt.Errorf("redrive config: Hold %v: want at least 2s (0: the default)", c.Hold)
 	}
 	return nil
 }
@@ -140,12 +142,21 @@ func (r *Redriver) Run(ctx context.Context, opts Options) (Result, error) {
 		w.want[id] = true
 	}
 	defer w.release(ctx)
-	for {
-		fresh, err := w.receive(ctx)
+	for crowded := 0; ; {
+		w.keepHeld(ctx)
+		got, fresh, err := w.receive(ctx)
 		if err != nil {
 			return w.res, err
 		}
 		if fresh > 0 {
+			crowded = 0
+			continue
+		}
+		// A full batch of messages held already (back after a long run
+		// outlasted Hold) may hide others: look again, a bounded number
+		// of times.
+		if got == maxBatch && crowded <= len(w.held)/maxBatch {
+			crowded++
 			continue
 		}
 		// Every group is exhausted, or blocked by a message held here.
@@ -185,15 +196,49 @@ type groupState struct {
 
 // walk is one Run.
 type walk struct {
-	r      *Redriver
-	opts   Options
-	want   map[string]bool
-	res    Result
-	held   map[string]*heldMsg
-	nheld  int
-	copies map[string]string // message id of a copy sent to the DLQ -> its group
-	groups map[string]*groupState
-	order  []string // groups in the order first seen
+	r       *Redriver
+	renewed time.Time // when the held messages' visibility was last renewed
+	opts    Options
+	want    map[string]bool
+	res     Result
+	held    map[string]*heldMsg
+	nheld   int
+	copies  map[string]string // message id of a copy sent to the DLQ -> its group
+	groups  map[string]*groupState
+	order   []string // groups in the order first seen
+}
+
+// keepHeld renews the visibility of every held message when half of Hold
+// has passed since the last renewal, so their receipt handles stay
+// current. A handle that went stale anyway is replaced when its message
+// comes back (receive).
+func (w *walk) keepHeld(ctx context.Context) {
+	if time.Since(w.renewed) < w.r.cfg.Hold/2 {
+		return
+	}
+	w.renewed = time.Now()
+	var batch []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if _, err := w.r.cfg.Queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{
+			QueueUrl: aws.String(w.r.cfg.DLQURL), Entries: batch,
+		}); err != nil {
+			w.r.log.Warn("renew visibility of held dlq messages", "err", err)
+		}
+		batch = batch[:0]
+	}
+	for _, h := range w.held {
+		batch = append(batch, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(fmt.Sprintf("m%d", h.order)), ReceiptHandle: aws.String(h.receipt),
+			VisibilityTimeout: int32(w.r.cfg.Hold / time.Second),
+		})
+		if len(batch) == maxBatch {
+			flush()
+		}
+	}
+	flush()
 }
 
 func (w *walk) group(name string) *groupState {
@@ -213,18 +258,23 @@ func (w *walk) hold(m sqstypes.Message, g *groupState) {
 	g.held = append(g.held, id)
 }
 
-// receive takes one batch off the DLQ and handles it; fresh counts the
-// messages it had not seen.
-func (w *walk) receive(ctx context.Context) (fresh int, err error) {
+// maxBatch is the most messages a receive returns.
+const maxBatch = 10
+
+// receive takes one batch off the DLQ and handles it. got counts the
+// messages received; fresh those not held already (a held message comes
+// back when a run outlasts Hold, and is hidden again).
+func (w *walk) receive(ctx context.Context) (got, fresh int, err error) {
 	cfg := w.r.cfg
 	out, err := cfg.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(cfg.DLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		QueueUrl: aws.String(cfg.DLQURL), MaxNumberOfMessages: maxBatch, WaitTimeSeconds: 1,
 		VisibilityTimeout:           int32(cfg.Hold / time.Second),
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("receive from dlq %s: %w", cfg.DLQURL, err)
+		return 0, 0, fmt.Errorf("receive from dlq %s: %w", cfg.DLQURL, err)
 	}
+	got = len(out.Messages)
 	for _, m := range out.Messages {
 		id := aws.ToString(m.MessageId)
 		if h, ok := w.held[id]; ok {
@@ -260,7 +310,7 @@ func (w *walk) receive(ctx context.Context) (fresh int, err error) {
 			moved, err := w.r.move(ctx, m, env, item, name)
 			if err != nil {
 				w.hold(m, gs)
-				return fresh, err
+				return got, fresh, err
 			}
 			w.res.Moved = append(w.res.Moved, moved)
 			delete(w.want, item.EventID)
@@ -269,13 +319,13 @@ func (w *walk) receive(ctx context.Context) (fresh int, err error) {
 		w.res.Skipped = append(w.res.Skipped, item)
 		if gs.walking && !gs.done {
 			if err := w.toBack(ctx, m, gs); err != nil {
-				return fresh, err
+				return got, fresh, err
 			}
 			continue
 		}
 		w.hold(m, gs)
 	}
-	return fresh, nil
+	return got, fresh, nil
 }
 
 // inspect decodes m and says whether the run selects it.
@@ -341,6 +391,7 @@ func (w *walk) walkBlocked(ctx context.Context) (bool, error) {
 		ids := g.held
 		g.held = nil
 		for _, id := range ids {
+			w.keepHeld(ctx)
 			h := w.held[id]
 			delete(w.held, id)
 			m := sqstypes.Message{MessageId: aws.String(id), ReceiptHandle: aws.String(h.receipt), Body: h.body}

@@ -316,3 +316,38 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A run that outlasts Hold keeps its messages held (it renews their
+// visibility) and releases them all at the end: with a two-second hold,
+// many groups and a walk, the event is found, every group keeps its order
+// and nothing is left in flight.
+func TestRedriveOutlastingItsHoldKeepsOrder(t *testing.T) {
+	d := enginetest.NewFIFO(enginetest.FIFOConfig{Name: "shorthold"})
+	a := deadEvents(t, d, d.DLQURL, "ta", 13)
+	others := map[string][]engine.Envelope{}
+	for i := range 11 {
+		g := fmt.Sprintf("t%02d", i)
+		others[g] = deadEvents(t, d, d.DLQURL, g, 2)
+	}
+	target := a[11]
+	r, err := New(Config{Queue: d, QueueURL: d.URL, DLQURL: d.DLQURL, Inbox: fakeInbox{},
+		DeadLetters: &fakeLetters{tenant: map[string]string{target.ID: "ta"}}, Hold: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	res, err := r.Run(t.Context(), Options{EventIDs: []string{target.ID}})
+	must(t, err)
+	if len(res.Moved) != 1 || res.Moved[0].EventID != target.ID {
+		t.Fatalf("moved = %+v; want %s", res.Moved, target.ID)
+	}
+	left, inFlight := live(t, d, d.DLQURL)
+	if want := ids(append(slices.Clone(a[:11]), a[12])...); !slices.Equal(left["ta"], want) {
+		t.Errorf("DLQ group ta = %v; want %v", left["ta"], want)
+	}
+	for g, envs := range others {
+		if !slices.Equal(left[g], ids(envs...)) {
+			t.Errorf("DLQ group %s = %v; want %v", g, left[g], ids(envs...))
+		}
+	}
+	if inFlight != 0 {
+		t.Errorf("%d messages still in flight; want none", inFlight)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
 	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
@@ -19,10 +20,12 @@ import (
 // `bowline redrive --event` moves an event queued behind another of its
 // tenant in the DLQ, leaves the one before it in place, and, because it
 // was also asked for an id that is not in the DLQ, exits 1 naming it.
+// Every AWS call it makes is one the operator role allows.
 func TestRedriveEventBehindAnotherAndMissingIDExitsOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the bowline binary")
 	}
+	iamtest.Record(t) // the calls redrive makes are checked against OperatorRole
 	bin := bowlineBin(t)
 	names := freshStack(t)
 	ctx := enginetest.Ctx(t)
