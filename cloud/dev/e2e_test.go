@@ -134,6 +134,9 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	// local slows down on a loaded machine), so the wait fails only when
 	// nothing moves for a while, not after a fixed time.
 	testkit.WaitProgress(t, "ingest to take every record", time.Second, 3*time.Minute, func() (bool, int) {
+		if err := follower.failed(); err != nil {
+			t.Fatalf("following the telemetry stream: %v", err)
+		}
 		meals, deviceEvents = readEvents(t, ddb, names, cfg.Tenants)
 		done, progress := true, 0
 		for thing, n := range appended {
@@ -437,14 +440,18 @@ func followStream(t *testing.T, kin *kinesis.Client, stream string) *streamFollo
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.wg.Go(func() { f.read(ctx, it.ShardIterator) })
+		f.wg.Go(func() { f.read(ctx, aws.ToString(sh.ShardId), it.ShardIterator) })
 	}
 	t.Cleanup(func() { f.finish() })
 	return f
 }
 
-func (f *streamFollower) read(ctx context.Context, iter *string) {
-	finishing := false
+// read follows one shard. A failed read is retried (a busy kinesis-local
+// can time out, and an iterator expires after 5 minutes, as in Kinesis):
+// the follower picks up after the last record it saw. It gives up only
+// after 20 failures in a row, and the error then fails the test's wait.
+func (f *streamFollower) read(ctx context.Context, shard string, iter *string) {
+	finishing, last, failures := false, "", 0
 	for iter != nil {
 		if !finishing {
 			select {
@@ -455,12 +462,27 @@ func (f *streamFollower) read(ctx context.Context, iter *string) {
 		}
 		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(500)})
 		if err != nil {
-			f.mu.Lock()
-			f.err = fmt.Errorf("read %s: %w", f.stream, err)
-			f.mu.Unlock()
-			return
+			if failures++; failures >= 20 {
+				f.mu.Lock()
+				f.err = fmt.Errorf("read %s shard %s: %w", f.stream, shard, err)
+				f.mu.Unlock()
+				return
+			}
+			time.Sleep(time.Second)
+			in := &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: aws.String(shard), ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon}
+			if last != "" {
+				in.ShardIteratorType, in.StartingSequenceNumber = ktypes.ShardIteratorTypeAfterSequenceNumber, aws.String(last)
+			}
+			if it, err := f.kin.GetShardIterator(ctx, in); err == nil {
+				iter = it.ShardIterator
+			}
+			continue
 		}
+		failures = 0
 		f.add(out.Records)
+		if n := len(out.Records); n > 0 {
+			last = aws.ToString(out.Records[n-1].SequenceNumber)
+		}
 		iter = out.NextShardIterator
 		if len(out.Records) == 0 {
 			if finishing {
@@ -473,6 +495,13 @@ func (f *streamFollower) read(ctx context.Context, iter *string) {
 			}
 		}
 	}
+}
+
+// failed is the error that stopped a shard's reader, if any.
+func (f *streamFollower) failed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 func (f *streamFollower) add(recs []ktypes.Record) {
