@@ -147,6 +147,10 @@ type Config struct {
 	// as the run); otherwise from the newest.
 	Kinesis            Kinesis
 	TelemetryFromStart bool
+	// NoTelemetry leaves the stream alone (the weight charts stay empty):
+	// for a test that reads the stream itself, since kinesis-local slows
+	// down with every reader of a large stream.
+	NoTelemetry bool
 	// Gatherer is this process's Prometheus registry: the pipeline's rates
 	// come from it. Default: no metrics (stages show "not in this process").
 	Gatherer prometheus.Gatherer

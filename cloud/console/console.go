@@ -112,7 +112,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *Console) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	reader := &telemetryReader{kin: c.cfg.Kinesis, stream: c.cfg.Names.TelemetryStream(), fromStart: c.cfg.TelemetryFromStart, store: c.telemetry, log: c.logger}
-	wg.Go(func() { _ = reader.run(ctx) })
+	if !c.cfg.NoTelemetry {
+		wg.Go(func() { _ = reader.run(ctx) })
+	}
 	wg.Go(func() {
 		every(ctx, c.cfg.Refresh, func(i int) {
 			if i%5 == 0 {

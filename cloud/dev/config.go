@@ -114,6 +114,10 @@ type Config struct {
 	// ConsoleRefresh is the console's refresh period (cloud/console
 	// Config.Refresh); zero means its default.
 	ConsoleRefresh time.Duration
+	// ConsoleNoTelemetry keeps the console from reading the telemetry
+	// stream (its weight charts stay empty); the end-to-end test reads the
+	// stream itself and spares the emulator a second reader.
+	ConsoleNoTelemetry bool
 
 	// Every is the period of Run's status line; default 5s.
 	Every time.Duration

@@ -78,8 +78,8 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 		Names: names, Stack: lstest.Stack(t), Bowls: e2eBowls, Speed: e2eSpeed, Start: start, Duration: e2eDay,
 		RateHz: e2eRateHz, RingSize: 1<<16 - 1, APIAddr: "127.0.0.1:0", RelayPoll: 50 * time.Millisecond,
 		OnTruth:        func(tr sim.Truth) { mu.Lock(); truth = append(truth, tr); mu.Unlock() },
-		IngestObserver: rejections,
-		Logger:         testkit.Logger(t, slog.LevelWarn),
+		IngestObserver: rejections, ConsoleNoTelemetry: true,
+		Logger: testkit.Logger(t, slog.LevelWarn),
 	})
 	if err != nil {
 		t.Fatalf("dev.Start: %v", err)

@@ -112,7 +112,7 @@ func (s *System) startAPI(ctx context.Context) error {
 	}
 	con, err := a.Console(ctx, app.ConsoleOptions{
 		OpsToken: cfg.Settings.OpsToken, Agents: agents, Calls: fakeCalls{s.fakes.Set}, SimClock: s.SimNow,
-		TelemetryFromStart: true, Refresh: cfg.ConsoleRefresh, Logger: log.With("part", "console"),
+		TelemetryFromStart: true, NoTelemetry: cfg.ConsoleNoTelemetry, Refresh: cfg.ConsoleRefresh, Logger: log.With("part", "console"),
 	})
 	if err != nil {
 		return err
