@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 // them.
 const (
 	e2eBowls  = 2
-	e2eRateHz = 5
+	e2eRateHz = 3
 	e2eDay    = 24 * time.Hour
 	e2eSpeed  = 1800
 )
