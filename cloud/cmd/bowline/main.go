@@ -16,7 +16,7 @@ func main() {
 			{Name: "ingest", Summary: "MQTT -> Kinesis (telemetry) and Emit (bowl events)", Run: runIngest},
 			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: runRelay},
 			{Name: "worker", Summary: "run DURABLE subscriptions from the events queue", Run: runWorker},
-			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile", Run: runAPI},
+			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile, the web console", Run: runAPI},
 			{Name: "emit", Summary: "emit one event through the engine", Run: runEmit},
 			{Name: "verify-chain", Summary: "verify tenants' hash chains", Run: runVerifyChain},
 			{Name: "dead-letters", Summary: "list dead letters", Run: runDeadLetters},
