@@ -19,6 +19,9 @@
 // hash = sha256(prev_hash || JCS(envelope)), from the Genesis value; the exact
 // rule is in docs/chain.md so another language can verify it. VerifyChain
 // recomputes a tenant's chain page by page and names the first bad sequence.
+// A chain rewritten and resealed by someone who can write the events table
+// checks out by itself; Verifier.VerifyAgainst also checks it against
+// positions recorded elsewhere (engine/anchor keeps them).
 //
 // # Lanes
 //

@@ -43,10 +43,26 @@ var (
 	ErrThrottled = errors.New("throttled")
 	// ErrInlineHandler: an INLINE subscription failed; nothing was written.
 	ErrInlineHandler = errors.New("inline handler failed")
-	// ErrRejected: DynamoDB rejected the event's transaction for a reason
-	// other than the ones above (validation, item size); see the message.
+	// ErrRejected: DynamoDB rejected the event's own transaction for a
+	// reason other than the ones above (validation, item size); see the
+	// message. Retrying the same event cannot succeed.
 	ErrRejected = errors.New("rejected by dynamodb")
+	// ErrUnavailable: DynamoDB refused the call for a reason that is not the
+	// event's (access denied, a missing table, bad credentials): nothing was
+	// written and the same event may commit once an operator fixes the
+	// cause. Callers hold their input and retry; it is never a rejection
+	// (docs/group-commit.md, "Infrastructure errors").
+	ErrUnavailable = errors.New("dynamodb unavailable")
 )
+
+// IsUnavailable reports whether err is an infrastructure failure: it
+// matches ErrUnavailable, or it is a DynamoDB error about access,
+// credentials or a missing table (AccessDeniedException,
+// ResourceNotFoundException, ...) from a call outside Emit. Such a failure
+// is never the input's fault.
+func IsUnavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || infrastructureCode(apiCode(err))
+}
 
 // ConditionFailedError reports which of the caller's writes failed its
 // condition. It matches ErrConditionFailed.

@@ -207,6 +207,13 @@ func (e *Engine) commitGroup(tl *tenantLog, group []*request) {
 			}
 			if !tl.headKnown {
 				if err := e.readHead(tl); err != nil {
+					if code := apiCode(err); infrastructureCode(code) {
+						e.cfg.Logger.Error("head read refused by dynamodb: access or table problem, not the events'", "tenant", tl.tenant, "events", len(group), "code", code, "err", err)
+						for _, r := range group {
+							r.finish(fmt.Errorf("%w: %w", ErrUnavailable, err))
+						}
+						return
+					}
 					lastErr = err
 					e.backoff(group, &backoffs)
 					continue
@@ -246,9 +253,21 @@ func (e *Engine) commitGroup(tl *tenantLog, group []*request) {
 		if !errors.As(err, &tce) {
 			var api smithy.APIError
 			if errors.As(err, &api) {
-				switch api.ErrorCode() {
-				case "ValidationException", "ResourceNotFoundException", "AccessDeniedException",
-					"IdempotentParameterMismatchException", "SerializationException":
+				switch code := api.ErrorCode(); {
+				case infrastructureCode(code):
+					// Not any member's fault: every member fails with the
+					// same answer, none is a rejection.
+					if unknown && e.committed(tl, at) {
+						e.succeed(tl, group, at, tries, start)
+						return
+					}
+					e.cfg.Logger.Error("emit refused by dynamodb: access or table problem, not the events'", "tenant", tl.tenant, "events", len(group), "code", code, "err", err)
+					for _, r := range group {
+						r.finish(fmt.Errorf("%w: %w", ErrUnavailable, err))
+					}
+					tl.headKnown = false
+					return
+				case code == "ValidationException" || code == "IdempotentParameterMismatchException" || code == "SerializationException":
 					if unknown && e.committed(tl, at) {
 						e.succeed(tl, group, at, tries, start)
 						return
@@ -280,6 +299,36 @@ func (e *Engine) commitGroup(tl *tenantLog, group []*request) {
 		unknown = false
 		group, throttled = e.cancelled(tl, group, at, tce, &backoffs)
 	}
+}
+
+// unavailable wraps err with ErrUnavailable when its DynamoDB error code is
+// an infrastructure one; it returns other errors as they are.
+func unavailable(err error) error {
+	if err != nil && infrastructureCode(apiCode(err)) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// apiCode is err's DynamoDB error code, or "".
+func apiCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// infrastructureCode reports whether a DynamoDB error code is about the
+// caller's access, credentials or tables rather than the request: the same
+// request may succeed once an operator fixes the cause (ErrUnavailable).
+func infrastructureCode(code string) bool {
+	switch code {
+	case "AccessDeniedException", "ResourceNotFoundException", "UnrecognizedClientException",
+		"ExpiredTokenException", "InvalidSignatureException", "MissingAuthenticationTokenException":
+		return true
+	}
+	return false
 }
 
 // cancelled handles a TransactionCanceledException: members whose own

@@ -21,11 +21,14 @@ import (
 //
 // Emit writes both in one transaction: the head row is updated on the
 // condition that last_seq is still the one it read, the event row is put on
-// the condition that it is absent. Event rows are only ever inserted (IAM
-// can enforce it with a Deny on the leading key TENANT#*#EVENT); the relay
-// forwards INSERT records of rows whose pk ends in EventPKSuffix to the
-// events queue. Read by: Emit (head), VerifyChain and Verifier.Tenants,
-// engine/reconcile (event rows), the relay and the worker (the stream).
+// the condition that it is absent. Event rows are only ever inserted; the
+// deploy template's IAM Denies keep every role from updating or deleting
+// them and from writing them or heads outside a TransactWriteItems
+// (docs/chain.md, "What IAM enforces"). The relay forwards INSERT records
+// of rows whose pk ends in EventPKSuffix to the events queue. Read by:
+// Emit (head), VerifyChain, Verifier.Tenants (the pk of every row),
+// engine/reconcile and engine/anchor (event rows), the relay and the
+// worker (the stream).
 //
 // Inbox table (Config.InboxTable; pk only, TTL attribute "ttl"). An
 // idempotent emit (Event.IdempotencyKey) adds a dedup row in the same

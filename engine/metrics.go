@@ -66,7 +66,7 @@ func (m *Metrics) Failed(_, _ string, err error) {
 
 // FailureReason names the class of an Emit error, for metrics and logs:
 // duplicate, condition_failed, inline_handler, throttled, deadline,
-// canceled, unknown_outcome, rejected, invalid, or other.
+// canceled, unknown_outcome, rejected, unavailable, invalid, or other.
 func FailureReason(err error) string {
 	switch {
 	case errors.Is(err, ErrDuplicate):
@@ -85,6 +85,8 @@ func FailureReason(err error) string {
 		return "canceled"
 	case errors.Is(err, ErrRejected):
 		return "rejected"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
 	case errors.Is(err, ErrNoTenant), errors.Is(err, ErrInvalidTenant), errors.Is(err, ErrInvalidType),
 		errors.Is(err, ErrUnknownType), errors.Is(err, ErrInvalidPayload), errors.Is(err, ErrPayloadTooLarge),
 		errors.Is(err, ErrTooManyWrites), errors.Is(err, ErrWritesTooLarge), errors.Is(err, ErrInvalidWrite),

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -39,6 +42,14 @@ const (
 	ReasonHeadBehind Reason = "head_behind_log"
 	// ReasonHeadHashMismatch: the head's last_hash is not the last row's hash.
 	ReasonHeadHashMismatch Reason = "head_hash_mismatch"
+	// ReasonAnchorMismatch: the chain checks out by itself, but the row at
+	// an anchored sequence (VerifyAgainst) no longer carries the anchored
+	// hash: the log was rewritten at or before that sequence and every
+	// later hash and the head recomputed.
+	ReasonAnchorMismatch Reason = "anchor_mismatch"
+	// ReasonAnchorAhead: an anchored sequence is beyond the end of the log:
+	// its newest rows were deleted and the head rewritten to match.
+	ReasonAnchorAhead Reason = "anchor_ahead_of_log"
 )
 
 // ChainReport is the result of verifying one tenant's chain.
@@ -61,6 +72,10 @@ type ChainReport struct {
 	// Partial is true when VerifyFrom stopped at its row limit before the
 	// end of the log; the head was then not compared.
 	Partial bool `json:"partial,omitempty"`
+	// Anchors is how many anchored positions VerifyAgainst compared, and
+	// AnchoredSeq the newest of them (0 without anchors).
+	Anchors     int    `json:"anchors_checked,omitempty"`
+	AnchoredSeq uint64 `json:"anchored_seq,omitempty"`
 }
 
 // ChainPoint is a position in a tenant's chain: the sequence and hash of
@@ -115,7 +130,35 @@ func (v *Verifier) VerifyChain(ctx context.Context, tenant string) (ChainReport,
 // Rows emitted while it reads are not a break: a log longer than the head
 // read first is compared with the head read again.
 func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoint, limit int) (ChainReport, error) {
+	return v.verify(ctx, tenant, from, limit, nil)
+}
+
+// VerifyAgainst verifies tenant's whole chain as VerifyChain does and also
+// that it still passes through every one of points: positions recorded
+// earlier somewhere a writer of the events table cannot change (the
+// anchors of engine/anchor). A chain that checks out by itself can still
+// have been rewritten and resealed (a row changed, every later hash and
+// the head recomputed); the first point whose row now carries another hash
+// is then reported as ReasonAnchorMismatch, and a point beyond the end of
+// the log as ReasonAnchorAhead. points may be in any order; a point at seq
+// 0 is ignored.
+func (v *Verifier) VerifyAgainst(ctx context.Context, tenant string, points []ChainPoint) (ChainReport, error) {
+	pts := make([]ChainPoint, 0, len(points))
+	for _, p := range points {
+		if p.Seq > 0 {
+			pts = append(pts, p)
+		}
+	}
+	slices.SortFunc(pts, func(a, b ChainPoint) int { return cmp.Compare(a.Seq, b.Seq) })
+	return v.verify(ctx, tenant, GenesisPoint, 0, pts)
+}
+
+func (v *Verifier) verify(ctx context.Context, tenant string, from ChainPoint, limit int, points []ChainPoint) (ChainReport, error) {
 	rep := ChainReport{Tenant: tenant, Intact: true, Verified: from}
+	if len(points) > 0 {
+		rep.AnchoredSeq = points[len(points)-1].Seq
+	}
+	var matched uint64 // the newest point that still matches
 	if from.Hash == "" {
 		from.Hash = Genesis
 		rep.Verified.Hash = Genesis
@@ -217,6 +260,19 @@ func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoin
 				bad(env.Seq, ReasonHashMismatch, "stored hash %.12s…; recomputed %.12s…", env.Hash, h)
 				break
 			}
+			for len(points) > 0 && points[0].Seq <= env.Seq && rep.Intact {
+				if p := points[0]; p.Seq == env.Seq {
+					rep.Anchors++
+					if p.Hash != env.Hash {
+						bad(env.Seq, ReasonAnchorMismatch, "anchored hash %.12s…; row now %.12s…: rewritten and resealed after seq %d, at or before seq %d", p.Hash, env.Hash, matched, env.Seq)
+					}
+					matched = p.Seq
+				}
+				points = points[1:]
+			}
+			if !rep.Intact {
+				break
+			}
 			last, prevHash = env.Seq, env.Hash
 			rep.Verified = ChainPoint{Seq: last, Hash: prevHash}
 		}
@@ -229,6 +285,12 @@ func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoin
 		bad(from.Seq, ReasonGap, "checkpoint seq %d is no longer in the log", from.Seq)
 	}
 	if !rep.Intact || rep.Partial {
+		return rep, nil
+	}
+	if len(points) > 0 {
+		// Anchors are read before the log and the log only grows, so an
+		// anchored seq past its end means rows were removed.
+		bad(last+1, ReasonAnchorAhead, "anchored seq %d (hash %.12s…); log ends at seq %d", points[0].Seq, points[0].Hash, last)
 		return rep, nil
 	}
 	if head.Seq < last {
@@ -254,43 +316,51 @@ func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoin
 	return rep, nil
 }
 
-// Tenants lists every tenant with a head row, by scanning the events table
-// for head rows.
+// Tenants lists every tenant with a head row or an event row, by scanning
+// the events table. It does not depend on head rows alone: a tenant whose
+// head was deleted is still found through its event rows, which no role
+// may delete (docs/chain.md, "Finding every tenant").
 func (v *Verifier) Tenants(ctx context.Context) ([]string, error) {
 	var (
-		out   []string
-		start map[string]types.AttributeValue
+		out    []string
+		cursor string
 	)
 	for {
-		page, err := v.client.Scan(ctx, &dynamodb.ScanInput{
-			TableName:                 aws.String(v.table),
-			FilterExpression:          aws.String("sk = :head"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":head": attr.S(HeadSK)},
-			ProjectionExpression:      aws.String("#tenant"),
-			ExpressionAttributeNames:  map[string]string{"#tenant": AttrTenant},
-			ExclusiveStartKey:         start,
-		})
+		found, next, err := v.TenantsFrom(ctx, cursor, 10000)
 		if err != nil {
-			return nil, fmt.Errorf("list tenants: scan %s: %w", v.table, err)
+			return nil, err
 		}
-		for _, item := range page.Items {
-			if t, ok := item[AttrTenant].(*types.AttributeValueMemberS); ok {
-				out = append(out, t.Value)
-			}
+		out = append(out, found...)
+		if next == "" {
+			slices.Sort(out)
+			return slices.Compact(out), nil
 		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		start = page.LastEvaluatedKey
+		cursor = next
 	}
+}
+
+// TenantOfPK returns the tenant of an events-table partition key (a head
+// or event row's), or "" for any other key.
+func TenantOfPK(pk string) string {
+	rest, ok := strings.CutPrefix(pk, tenantPKPrefix)
+	if !ok {
+		return ""
+	}
+	if t, ok := strings.CutSuffix(rest, EventPKSuffix); ok && ValidTenant(t) {
+		return t
+	}
+	if t, ok := strings.CutSuffix(rest, HeadPKSuffix); ok && ValidTenant(t) {
+		return t
+	}
+	return ""
 }
 
 // TenantsFrom is one bounded stretch of the scan Tenants makes: it reads
 // at most maxItems items of the events table (head and event rows alike:
 // a Scan pays for every item it reads, whatever it returns) after cursor,
-// and returns the tenants of the head rows among them and the cursor to
-// go on from. The cursor is "" at the start and when the scan has reached
-// the end of the table; it is opaque otherwise.
+// and returns the tenants of the head and event rows among them (each
+// once) and the cursor to go on from. The cursor is "" at the start and
+// when the scan has reached the end of the table; it is opaque otherwise.
 func (v *Verifier) TenantsFrom(ctx context.Context, cursor string, maxItems int) ([]string, string, error) {
 	if maxItems <= 0 {
 		return nil, "", fmt.Errorf("list tenants: maxItems %d must be positive", maxItems)
@@ -303,23 +373,25 @@ func (v *Verifier) TenantsFrom(ctx context.Context, cursor string, maxItems int)
 		}
 		start = attr.Key(k.PK, k.SK)
 	}
-	var out []string
+	var (
+		out  []string
+		seen = map[string]bool{}
+	)
 	for read := 0; read < maxItems; {
 		page, err := v.client.Scan(ctx, &dynamodb.ScanInput{
-			TableName:                 aws.String(v.table),
-			FilterExpression:          aws.String("sk = :head"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":head": attr.S(HeadSK)},
-			ProjectionExpression:      aws.String("#tenant"),
-			ExpressionAttributeNames:  map[string]string{"#tenant": AttrTenant},
-			ExclusiveStartKey:         start,
-			Limit:                     aws.Int32(int32(min(maxItems-read, 1000))),
+			TableName:                aws.String(v.table),
+			ProjectionExpression:     aws.String("#pk"),
+			ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+			ExclusiveStartKey:        start,
+			Limit:                    aws.Int32(int32(min(maxItems-read, 1000))),
 		})
 		if err != nil {
 			return nil, "", fmt.Errorf("list tenants: scan %s: %w", v.table, err)
 		}
 		read += int(page.ScannedCount)
 		for _, item := range page.Items {
-			if t := attr.GetS(item, AttrTenant); t != "" {
+			if t := TenantOfPK(attr.GetS(item, AttrPK)); t != "" && !seen[t] {
+				seen[t] = true
 				out = append(out, t)
 			}
 		}

@@ -86,3 +86,18 @@ func TestVerifyFromContinuesFromACheckpoint(t *testing.T) {
 		t.Errorf("VerifyFrom(seq 2 with a wrong hash) = %+v; want broken at 2", got)
 	}
 }
+
+func TestTenantOfPK(t *testing.T) {
+	for pk, want := range map[string]string{
+		engine.EventPK("t1"):     "t1",
+		engine.HeadPK("acme-co"): "acme-co",
+		"TENANT#t1":              "",
+		"TENANT#a#b#EVENT":       "",
+		"EMIT#t1#k":              "",
+		"TENANT##EVENT":          "",
+	} {
+		if got := engine.TenantOfPK(pk); got != want {
+			t.Errorf("TenantOfPK(%q) = %q; want %q", pk, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestOrderAuthAndValidation(t *testing.T) {
 		{"not json", map[string]string{"Authorization": "Bearer " + f.tokenA}, `{"customer_id":`, 400, api.CodeInvalidJSON},
 		{"no items", map[string]string{"Authorization": "Bearer " + f.tokenA}, `{"customer_id":"c1","pet_id":"p1","items":[],"amount_cents":1}`, 400, api.CodeInvalidRequest},
 		{"qty 0", map[string]string{"Authorization": "Bearer " + f.tokenA}, `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"A","qty":0}],"amount_cents":1}`, 400, api.CodeInvalidRequest},
-		{"no amount", map[string]string{"Authorization": "Bearer " + f.tokenA}, `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"A","qty":1}]}`, 400, api.CodeInvalidRequest},
+		{"sku not in the price list", map[string]string{"Authorization": "Bearer " + f.tokenA}, `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"A","qty":1}]}`, 400, api.CodeInvalidRequest},
 		{"too large", map[string]string{"Authorization": "Bearer " + f.tokenA}, `{"customer_id":"` + strings.Repeat("x", 2<<20) + `"}`, 413, api.CodeBodyTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if again.Status != http.StatusCreated || string(again.Body) != string(first.Body) || again.Header.Get(api.ReplayedHeader) != "true" {
 		t.Errorf("repeat POST = %d %s (replayed %q); want 201 with the first body %s, replayed true", again.Status, again.Body, again.Header.Get(api.ReplayedHeader), first.Body)
 	}
-	other := f.order(f.tokenA, "key-1", strings.Replace(orderBody, "4999", "5999", 1))
+	other := f.order(f.tokenA, "key-1", strings.Replace(orderBody, `"p1"`, `"p2"`, 1))
 	if other.Status != http.StatusUnprocessableEntity || other.code(t) != api.CodeIdempotencyKeyReused {
 		t.Errorf("same key, other body = %d %s; want 422 %s", other.Status, other.Body, api.CodeIdempotencyKeyReused)
 	}
@@ -285,10 +286,26 @@ func TestReconcileAndProbes(t *testing.T) {
 	if r := f.do(http.MethodGet, "/healthz", nil, nil); r.Status != 200 {
 		t.Errorf("/healthz = %d; want 200", r.Status)
 	}
-	m := f.do(http.MethodGet, "/metrics", nil, nil)
+	// The metrics are served by MetricsHandler on a listener of its own.
+	rec := httptest.NewRecorder()
+	f.api.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, want := range []string{`bowline_api_requests_total{code="201",route="/v1/orders"} 1`, `bowline_api_events_emitted_total{type="com.order_created"} 1`} {
-		if !strings.Contains(string(m.Body), want) {
-			t.Errorf("/metrics lacks %q", want)
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("MetricsHandler lacks %q", want)
+		}
+	}
+}
+
+// TestPublicListenerServesNoMetrics: the API's listener is the one behind
+// the load balancer, whose path rule sees the raw path; Go's mux decodes
+// /%6detrics to /metrics. Neither spelling may answer metrics there.
+func TestPublicListenerServesNoMetrics(t *testing.T) {
+	f := newFixture(t)
+	f.mustOrder()
+	for _, path := range []string{"/metrics", "/%6detrics", "/%6Detrics", "/metrics/", "//metrics"} {
+		r := f.do(http.MethodGet, path, nil, nil)
+		if r.Status == http.StatusOK || strings.Contains(string(r.Body), "bowline_api_requests_total") {
+			t.Errorf("GET %s on the API listener = %d %.80q; want no metrics", path, r.Status, r.Body)
 		}
 	}
 }

@@ -64,6 +64,9 @@ type Config struct {
 	// WebhookSecret verifies payment webhooks. Required: a webhook endpoint
 	// without a secret would accept anything.
 	WebhookSecret string
+	// Prices prices every order by SKU (the client never sets an
+	// amount); default DefaultPrices.
+	Prices PriceList
 	// Tolerance is the webhook timestamp window; default DefaultTolerance.
 	Tolerance time.Duration
 	// Reconciler answers /v1/ops/reconcile; nil answers 501.
@@ -72,8 +75,9 @@ type Config struct {
 	// the ops token); nil means the console is disabled and refuses
 	// every request with 403.
 	Console http.Handler
-	// Registerer and Gatherer hold and serve the metrics; default a fresh
-	// registry for both (so two APIs in one test binary do not collide).
+	// Registerer and Gatherer hold the metrics (MetricsHandler serves the
+	// Gatherer); default a fresh registry for both (so two APIs in one test
+	// binary do not collide).
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
 	// MaxBodyBytes bounds a request body; default 1 MiB.
@@ -102,6 +106,11 @@ func (c Config) Validate() error {
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("api config: max body bytes %d: must not be negative", c.MaxBodyBytes)
 	}
+	if c.Prices != nil {
+		if err := c.Prices.Validate(); err != nil {
+			return fmt.Errorf("api config: %w", err)
+		}
+	}
 	for tok, tenant := range c.Tokens {
 		if tok == "" {
 			return fmt.Errorf("api config: tokens: empty token for tenant %q", tenant)
@@ -114,6 +123,9 @@ func (c Config) Validate() error {
 }
 
 func (c *Config) defaults() {
+	if c.Prices == nil {
+		c.Prices = DefaultPrices()
+	}
 	if c.Tolerance == 0 {
 		c.Tolerance = DefaultTolerance
 	}
@@ -181,10 +193,13 @@ type Settings struct {
 	Tokens        map[string]string
 	OpsToken      string
 	WebhookSecret string
+	// Prices is the price list of BOWLINE_PRICES; nil means DefaultPrices.
+	Prices PriceList
 }
 
 // SettingsFromEnv reads BOWLINE_API_ADDR (default DefaultAddr),
-// BOWLINE_API_TOKENS, BOWLINE_OPS_TOKEN and BOWLINE_WEBHOOK_SECRET.
+// BOWLINE_API_TOKENS, BOWLINE_OPS_TOKEN, BOWLINE_WEBHOOK_SECRET and the
+// price list file named by BOWLINE_PRICES (LoadPrices).
 func SettingsFromEnv() (Settings, error) {
 	tokens, err := ParseTokens(os.Getenv(TokensEnv))
 	if err != nil {
@@ -196,6 +211,11 @@ func SettingsFromEnv() (Settings, error) {
 	}
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return Settings{}, fmt.Errorf("%s %q: %w", AddrEnv, s.Addr, err)
+	}
+	if path := os.Getenv(PricesEnv); path != "" {
+		if s.Prices, err = LoadPrices(path); err != nil {
+			return Settings{}, err
+		}
 	}
 	return s, nil
 }

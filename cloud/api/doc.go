@@ -1,11 +1,12 @@
 // Package api is Bowline's HTTP API (`bowline api`): orders, the payment
-// provider's webhook, the operator's reconcile report, liveness and metrics.
+// provider's webhook, the operator's reconcile report and liveness. Its
+// Prometheus metrics are not on this listener: MetricsHandler serves them on
+// another (bowline api --metrics-addr).
 //
 //	POST /v1/orders              bearer token -> tenant; order row + com.order_created
 //	POST /v1/webhooks/payments   HMAC-SHA256 signature; order paid + com.payment_completed
 //	GET  /v1/ops/reconcile       operator token; chains, dead letters, DLQ depth
 //	GET  /healthz                liveness
-//	GET  /metrics                Prometheus text
 //	/console/                    the web console (cloud/console): ops token login; 403 without one
 //
 // Every state change goes through the engine: the business row (the order,

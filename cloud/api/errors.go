@@ -17,6 +17,8 @@ const (
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	CodeOrderNotFound        = "order_not_found"
 	CodeAmountMismatch       = "amount_mismatch"
+	CodeCurrencyMismatch     = "currency_mismatch"
+	CodePriceMismatch        = "price_mismatch"
 	CodeOrderAlreadyPaid     = "order_already_paid"
 	CodePaymentReused        = "payment_reused"
 	CodeNotConfigured        = "not_configured"

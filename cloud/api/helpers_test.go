@@ -38,6 +38,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 type fixture struct {
 	t       *testing.T
 	srv     *httptest.Server
+	api     *api.API
 	db      *dynamodb.Client
 	tenantA string
 	tokenA  string
@@ -68,7 +69,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatalf("app.API: %v", err)
 	}
-	f.srv = httptest.NewServer(srv)
+	f.srv, f.api = httptest.NewServer(srv), srv
 	t.Cleanup(func() {
 		f.srv.Close()
 		a.Close()
@@ -143,7 +144,7 @@ func (f *fixture) mustOrder() string {
 
 func paymentBody(orderID, paymentID string, amount int) []byte {
 	b, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": "payment.succeeded",
-		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount}})
+		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount, "currency": "USD"}})
 	return b
 }
 

@@ -17,6 +17,7 @@ type metrics struct {
 	rejected   *prometheus.CounterVec
 	duplicates prometheus.Counter
 	idem       *prometheus.CounterVec
+	mismatch   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -40,8 +41,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		idem: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bowline_api_idempotency_repeats_total", Help: "Orders with a repeated Idempotency-Key, by outcome (replayed, conflict).",
 		}, []string{"outcome"}),
+		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bowline_api_payment_mismatches_total", Help: "Signed payments whose amount or currency differ from their order's (not marked paid), by reason.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.duplicates, m.idem)
+	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.duplicates, m.idem, m.mismatch)
 	return m
 }
 
@@ -49,6 +53,7 @@ func (m *metrics) emitted(typ string)            { m.events.WithLabelValues(typ)
 func (m *metrics) webhookRejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
 func (m *metrics) webhookDuplicate()             { m.duplicates.Inc() }
 func (m *metrics) idempotency(outcome string)    { m.idem.WithLabelValues(outcome).Inc() }
+func (m *metrics) paymentMismatch(reason string) { m.mismatch.WithLabelValues(reason).Inc() }
 
 // instrument wraps h, counting its requests under route.
 func (m *metrics) instrument(route string, h http.HandlerFunc) http.Handler {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"unicode"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
@@ -34,35 +33,44 @@ const ReplayedHeader = "Idempotent-Replayed"
 // DynamoDB's 400 KB item limit).
 const maxItems = 100
 
-// orderRequest is the body of POST /v1/orders.
+// orderRequest is the body of POST /v1/orders. The server prices the
+// order from its price list; amount_cents and currency, when given, are
+// what the client expects to pay, and the order is refused when the price
+// list says otherwise.
 type orderRequest struct {
-	CustomerID  string `json:"customer_id"`
-	PetID       string `json:"pet_id"`
-	Items       []Item `json:"items"`
-	AmountCents *int64 `json:"amount_cents"`
+	CustomerID  string  `json:"customer_id"`
+	PetID       string  `json:"pet_id"`
+	Items       []Item  `json:"items"`
+	AmountCents *int64  `json:"amount_cents"`
+	Currency    *string `json:"currency"`
 }
 
 func (o orderRequest) validate() error {
+	if err := checkIDField("customer_id", o.CustomerID); err != nil {
+		return err
+	}
+	if err := checkIDField("pet_id", o.PetID); err != nil {
+		return err
+	}
 	switch {
-	case strings.TrimSpace(o.CustomerID) == "":
-		return errors.New("customer_id: required")
-	case strings.TrimSpace(o.PetID) == "":
-		return errors.New("pet_id: required")
 	case len(o.Items) == 0:
 		return errors.New("items: at least one required")
 	case len(o.Items) > maxItems:
 		return fmt.Errorf("items: %d lines; at most %d", len(o.Items), maxItems)
-	case o.AmountCents == nil:
-		return errors.New("amount_cents: required")
-	case *o.AmountCents < 0:
+	case o.AmountCents != nil && *o.AmountCents < 0:
 		return fmt.Errorf("amount_cents %d: must not be negative", *o.AmountCents)
 	}
-	for i, it := range o.Items {
-		if strings.TrimSpace(it.SKU) == "" {
-			return fmt.Errorf("items[%d].sku: required", i)
+	if o.Currency != nil {
+		if err := checkCurrency("currency", *o.Currency); err != nil {
+			return err
 		}
-		if it.Qty < 1 {
-			return fmt.Errorf("items[%d].qty %d: must be at least 1", i, it.Qty)
+	}
+	for i, it := range o.Items {
+		if err := checkSKU(fmt.Sprintf("items[%d].sku", i), it.SKU); err != nil {
+			return err
+		}
+		if it.Qty < 1 || it.Qty > maxQty {
+			return fmt.Errorf("items[%d].qty %d: want 1 to %d", i, it.Qty, maxQty)
 		}
 	}
 	return nil
@@ -114,12 +122,22 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req orderRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "order body: "+err.Error())
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "order: "+err.Error())
 		return
 	}
 	if err := req.validate(); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "order: "+err.Error())
+		return
+	}
+	amount, currency, err := a.cfg.Prices.total(req.Items)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "order: "+err.Error())
+		return
+	}
+	if (req.AmountCents != nil && *req.AmountCents != amount) || (req.Currency != nil && *req.Currency != currency) {
+		writeError(w, http.StatusConflict, CodePriceMismatch,
+			fmt.Sprintf("order: the price list makes these items %d %s; the request expected %s", amount, currency, expected(req)))
 		return
 	}
 	key := r.Header.Get(IdempotencyKeyHeader)
@@ -146,7 +164,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	order := Order{
 		PK: OrderPK(id), SK: OrderSK, Entity: EntityOrder,
 		ID: id, Tenant: tenant, CustomerID: req.CustomerID, PetID: req.PetID, Items: req.Items,
-		AmountCents: *req.AmountCents, Status: StatusPending, CorrelationID: corr,
+		AmountCents: amount, Currency: currency, Status: StatusPending, CorrelationID: corr,
 		CreatedAt: now.Format(engine.TimeLayout),
 	}
 	resp, err := json.Marshal(order)
@@ -181,7 +199,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), tenant), "api:"+req.CustomerID), corr)
 	payload := map[string]any{
 		"order_id": id, "customer_id": req.CustomerID, "pet_id": req.PetID,
-		"items": req.Items, "amount_cents": *req.AmountCents,
+		"items": req.Items, "amount_cents": amount, "currency": currency,
 	}
 	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypeOrderCreated, Payload: payload, Writes: writes})
 	var cf *engine.ConditionFailedError
@@ -195,6 +213,18 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.emitFailed(w, r, fmt.Errorf("create order for tenant %q: %w", tenant, err))
 	}
+}
+
+// expected is what the client said it expects to pay, for an error.
+func expected(req orderRequest) string {
+	var amount, currency = "any amount", "any currency"
+	if req.AmountCents != nil {
+		amount = strconv.FormatInt(*req.AmountCents, 10)
+	}
+	if req.Currency != nil {
+		currency = *req.Currency
+	}
+	return amount + " " + currency
 }
 
 // replay answers a repeated Idempotency-Key from its stored outcome.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 
@@ -22,18 +21,21 @@ import (
 // acknowledged and ignored.
 const PaymentSucceeded = "payment.succeeded"
 
-// maxIDLen bounds the ids a webhook may name.
-const maxIDLen = 128
-
 // webhook is the body of POST /v1/webhooks/payments.
 type webhook struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
-	Data struct {
-		PaymentID   string `json:"payment_id"`
-		OrderID     string `json:"order_id"`
-		AmountCents *int64 `json:"amount_cents"`
-	} `json:"data"`
+	// Data is decoded (strictly) only for payment.succeeded; other types
+	// are acknowledged whatever their data.
+	Data json.RawMessage `json:"data"`
+}
+
+// webhookData is a webhook's data object.
+type webhookData struct {
+	PaymentID   string `json:"payment_id"`
+	OrderID     string `json:"order_id"`
+	AmountCents *int64 `json:"amount_cents"`
+	Currency    string `json:"currency"`
 }
 
 // webhookResult is the 200 answer.
@@ -61,27 +63,29 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var hook webhook
-	if err := json.Unmarshal(body, &hook); err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook body: "+err.Error())
+	if err := decodeStrict(body, &hook); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook: "+err.Error())
+		return
+	}
+	if err := checkID("webhook id", hook.ID, maxIDLen, "_.:@-", idRule); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+		return
+	}
+	if err := checkID("webhook type", hook.Type, maxTypeLen, "_.:-", "1-64 ASCII letters, digits, '_', '.', ':' or '-'"); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 		return
 	}
 	if hook.Type != PaymentSucceeded {
 		writeJSON(w, http.StatusOK, webhookResult{Status: "ignored"})
 		return
 	}
-	d := hook.Data
-	switch {
-	case strings.TrimSpace(d.PaymentID) == "":
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook data.payment_id: required")
+	var d webhookData
+	if err := decodeStrict(hook.Data, &d); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook data: "+err.Error())
 		return
-	case strings.TrimSpace(d.OrderID) == "":
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook data.order_id: required")
-		return
-	case d.AmountCents == nil:
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook data.amount_cents: required")
-		return
-	case len(d.OrderID) > maxIDLen || len(d.PaymentID) > maxIDLen:
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("webhook data.order_id or payment_id: at most %d bytes", maxIDLen))
+	}
+	if err := d.validate(); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook "+err.Error())
 		return
 	}
 
@@ -97,9 +101,18 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 	if done, ok := a.alreadyPaid(w, order, d.PaymentID); done || !ok {
 		return
 	}
-	if *d.AmountCents != order.AmountCents {
-		writeError(w, http.StatusUnprocessableEntity, CodeAmountMismatch,
-			fmt.Sprintf("payment %q of %d cents for order %q of %d cents", d.PaymentID, *d.AmountCents, order.ID, order.AmountCents))
+	if reason := paymentMismatch(order, *d.AmountCents, d.Currency); reason != "" {
+		// Recorded for operators (metric and log), never emitted as paid.
+		a.metrics.paymentMismatch(reason)
+		a.log.Warn("payment does not match its order; not marked paid", "reason", reason, "tenant", order.Tenant,
+			"order", order.ID, "payment", d.PaymentID, "paid_cents", *d.AmountCents, "paid_currency", d.Currency,
+			"order_cents", order.AmountCents, "order_currency", order.Currency)
+		code := CodeAmountMismatch
+		if reason == "currency" {
+			code = CodeCurrencyMismatch
+		}
+		writeError(w, http.StatusUnprocessableEntity, code,
+			fmt.Sprintf("payment %q of %d %s for order %q of %d %s", d.PaymentID, *d.AmountCents, d.Currency, order.ID, order.AmountCents, order.Currency))
 		return
 	}
 
@@ -132,7 +145,7 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 	// The tenant is the order's, never anything the webhook says.
 	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), order.Tenant), "payments-webhook"), order.CorrelationID)
 	payload := map[string]any{
-		"order_id": order.ID, "payment_id": d.PaymentID, "amount_cents": order.AmountCents,
+		"order_id": order.ID, "payment_id": d.PaymentID, "amount_cents": order.AmountCents, "currency": order.Currency,
 		"customer_id": order.CustomerID, "pet_id": order.PetID, "items": order.Items,
 	}
 	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypePaymentCompleted, Payload: payload, Writes: writes})
@@ -157,6 +170,36 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.emitFailed(w, r, fmt.Errorf("pay order %q with payment %q: %w", d.OrderID, d.PaymentID, err))
 	}
+}
+
+// validate checks a payment.succeeded's data.
+func (d webhookData) validate() error {
+	if err := checkIDField("data.payment_id", d.PaymentID); err != nil {
+		return err
+	}
+	if err := checkIDField("data.order_id", d.OrderID); err != nil {
+		return err
+	}
+	switch {
+	case d.AmountCents == nil:
+		return errors.New("data.amount_cents: required")
+	case *d.AmountCents < 0:
+		return fmt.Errorf("data.amount_cents %d: must not be negative", *d.AmountCents)
+	}
+	return checkCurrency("data.currency", d.Currency)
+}
+
+// paymentMismatch says how a payment differs from its order: "amount",
+// "currency" or "" when it matches. An order written before orders had a
+// currency has none and matches only on the amount.
+func paymentMismatch(o Order, amount int64, currency string) string {
+	switch {
+	case amount != o.AmountCents:
+		return "amount"
+	case o.Currency != "" && currency != o.Currency:
+		return "currency"
+	}
+	return ""
 }
 
 // alreadyPaid answers for an order that is no longer pending: a repeat of

@@ -18,6 +18,7 @@ type Order struct {
 	PetID         string `json:"pet_id" dynamodbav:"pet_id"`
 	Items         []Item `json:"items" dynamodbav:"items"`
 	AmountCents   int64  `json:"amount_cents" dynamodbav:"amount_cents"`
+	Currency      string `json:"currency" dynamodbav:"currency"`
 	Status        string `json:"status" dynamodbav:"status"`
 	CorrelationID string `json:"correlation_id" dynamodbav:"correlation_id"`
 	CreatedAt     string `json:"created_at" dynamodbav:"created_at"`

@@ -37,7 +37,10 @@ func New(cfg Config) (*API, error) {
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	a.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	// No /metrics here: this listener is the public one (behind the ALB),
+	// and a path rule in front of it does not see what Go's mux decodes
+	// (/%6detrics is /metrics). MetricsHandler is served on its own
+	// listener (docs/security.md).
 	con := cfg.Console
 	if con == nil {
 		con = console.Disabled("this API has no console: set " + OpsTokenEnv + " to enable it (operators log in with that token).")
@@ -45,6 +48,13 @@ func New(cfg Config) (*API, error) {
 	a.mux.Handle(console.Prefix, con)
 	a.mux.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
 	return a, nil
+}
+
+// MetricsHandler serves the Prometheus text of Config.Gatherer. Serve it
+// on a listener of its own (bowline api --metrics-addr, loopback by
+// default), never on the API's.
+func (a *API) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{})
 }
 
 // ServeHTTP routes the request; unknown routes get JSON 404 and 405.

@@ -83,9 +83,9 @@ func TestPartsShareOneEngineAndResolveQueuesOnce(t *testing.T) {
 	if _, err := a.API(apiSettings(), nil); err != nil {
 		t.Fatalf("API: %v", err)
 	}
-	// events.fifo and its DLQ, once each.
-	if got := calls(&m, "GetQueueUrl"); got != 2 {
-		t.Errorf("GetQueueUrl calls = %d; want 2 (events queue and DLQ, once each)", got)
+	// events.fifo, its DLQ and the pipes' DLQ, once each.
+	if got := calls(&m, "GetQueueUrl"); got != 3 {
+		t.Errorf("GetQueueUrl calls = %d; want 3 (events queue, its DLQ and pipes-dlq, once each)", got)
 	}
 	if _, err := a.Relay(ctx, relay.PipeSpec{Name: "nope"}, nil); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("Relay(unknown pipe) = %v; want an error naming it", err)

@@ -58,7 +58,8 @@ func (a *App) Worker(ctx context.Context, bound engine.Catalog, tune func(*worke
 
 // Relay builds the local stand-in of one of the two pipes: EventsPipe reads
 // the events table into events.fifo, RecordChangesPipe the app table into
-// record-changes; checkpoints go to the inbox table.
+// record-changes; checkpoints go to the inbox table, dead letters to
+// pipes-dlq (the Pipes' DeadLetterConfig).
 func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.Config)) (*relay.Relay, error) {
 	var table, queue string
 	switch spec.Name {
@@ -76,9 +77,13 @@ func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.C
 	if err != nil {
 		return nil, fmt.Errorf("relay %s: %w", spec.Name, err)
 	}
+	dlq, err := local.QueueURL(ctx, a.Names.PipesDLQ())
+	if err != nil {
+		return nil, fmt.Errorf("relay %s: %w", spec.Name, err)
+	}
 	c := relay.Config{
 		Pipe: spec, Streams: pipe.Streams, Table: table, Tables: local.DynamoDB,
-		Queue: pipe.SQS, QueueURL: url, Checkpoints: local.DynamoDB, CheckpointTable: a.Names.InboxTable(),
+		Queue: pipe.SQS, QueueURL: url, DeadLetterURL: dlq, Checkpoints: local.DynamoDB, CheckpointTable: a.Names.InboxTable(),
 		Logger: a.Logger,
 	}
 	if tune != nil {
@@ -144,7 +149,7 @@ func (a *App) APIWithConsole(settings api.Settings, con http.Handler, log *slog.
 	}
 	return api.New(api.Config{
 		Emitter: a.emitter(), DB: a.DynamoDB, Names: a.Names,
-		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret,
+		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret, Prices: settings.Prices,
 		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log, Console: con,
 	})
 }

@@ -20,7 +20,10 @@ type Client struct {
 	HTTP   *http.Client
 }
 
-// Order places an order and returns its id.
+// Order places an order of one TAG-001 and returns its id. amount is the
+// price the caller expects to pay (the server prices the order from its
+// price list and refuses it, 409 price_mismatch, when they differ): 4999
+// with the default list.
 func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (string, error) {
 	body, _ := json.Marshal(map[string]any{"customer_id": customer, "pet_id": pet,
 		"items": []map[string]any{{"sku": "TAG-001", "qty": 1}}, "amount_cents": amount})
@@ -37,7 +40,7 @@ func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (s
 // com.payment_completed event.
 func (c *Client) Pay(ctx context.Context, orderID, paymentID string, amount int) (string, error) {
 	body, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": api.PaymentSucceeded,
-		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount}})
+		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount, "currency": "USD"}})
 	var out struct {
 		Status  string `json:"status"`
 		EventID string `json:"event_id"`

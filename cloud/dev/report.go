@@ -65,7 +65,7 @@ func (s *System) Report() Report {
 		r.EmulatorPids = st.Pids()
 	}
 	r.Resources = st.report.Resources
-	r.API.URL, r.API.MetricsURL = s.apiURL, s.apiURL+"/metrics"
+	r.API.URL, r.API.MetricsURL = s.apiURL, s.metrics
 	r.API.Tokens, r.API.WebhookSecret, r.API.OpsToken = s.cfg.Settings.Tokens, s.cfg.Settings.WebhookSecret, s.cfg.Settings.OpsToken
 	r.Fakes = map[string]string{"shopify": s.fakes.ShopifyURL, "shipping": s.fakes.ShippingURL, "notify": s.fakes.NotifyURL}
 	r.Tenants, r.Bowls = s.cfg.Tenants, s.plan

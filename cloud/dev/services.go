@@ -2,8 +2,11 @@ package dev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"time"
 
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/console"
@@ -129,6 +132,21 @@ func (s *System) startAPI(ctx context.Context) error {
 	}
 	s.apiURL = "http://" + ln.Addr().String()
 	s.run("api", func() error { return srv.ServeListener(s.runCtx, ln, nil) })
+	// Metrics on a loopback listener of their own, never the API's
+	// (docs/security.md).
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	s.metrics = "http://" + mln.Addr().String() + "/metrics"
+	msrv := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	s.run("metrics", func() error {
+		context.AfterFunc(s.runCtx, func() { _ = msrv.Close() })
+		if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		return nil
+	})
 	return nil
 }
 

@@ -35,6 +35,7 @@ type System struct {
 	fakes    *fakes.Servers
 	console  *console.Console
 	apiURL   string
+	metrics  string // the metrics listener's URL, loopback, not the API's
 	counters counters
 	chains   chainWatch
 	dlqURL   string

@@ -2,8 +2,11 @@ package ingest
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -41,10 +44,26 @@ type Config struct {
 	// Broker is the MQTT broker URL (tcp://host:port, ssl://host:8883).
 	// Required.
 	Broker string
-	// ClientID is the MQTT client id; its persistent session holds the
-	// messages this process has not acknowledged, so keep it stable and
-	// distinct per ingest process. Default "bowline-ingest-<hostname>".
+	// ClientID fixes the MQTT client id, with no lease: only for a single
+	// process that always comes back under the same id (tests, bowline dev,
+	// benches). Leave it empty in production: then the process leases one
+	// of Slots client ids (docs/ingest-sessions.md), so a replaced process's
+	// persistent session is resumed by its successor. Set ClientID or
+	// Slots, not both.
 	ClientID string
+	// Slots is the number of client-id slots ("<Group>-<n>", n < Slots)
+	// the group's processes lease from the app table when ClientID is
+	// empty; set it to the number of ingest processes that run at once.
+	// Default 1.
+	Slots int
+	// LeaseTTL is how long a slot lease lasts without renewal: a killed
+	// process's slot (and session) is taken over after at most this long;
+	// the holder renews every LeaseTTL/4 and stops consuming when it could
+	// not renew for 3/4 of it. Default 30 s.
+	LeaseTTL time.Duration
+	// Owner names this process in its lease row; default
+	// "<hostname>-<pid>-<random>", distinct per process.
+	Owner string
 	// Group is the shared-subscription group; default "bowline-ingest".
 	Group string
 	// Username, Password and TLS authenticate to the broker; optional.
@@ -73,9 +92,14 @@ type Config struct {
 	// GapGrace is how long a hole in a thing's seqs may stay open before
 	// bowl.data_gap is raised; default 2 min.
 	GapGrace time.Duration
-	// GapFlushInterval is how often observed seqs are merged into the app
-	// table and holes checked; default 5 s.
+	// GapFlushInterval is how often the lanes with holes are checked for
+	// gaps that are due; default 5 s. (Observed seqs are written before
+	// their messages are acknowledged, not on this interval.)
 	GapFlushInterval time.Duration
+	// GapMaxSpans bounds the spans kept per thing and lane: past it the
+	// oldest holes are merged away (counted in the row, never raised), so
+	// a row stays far below DynamoDB's 400 KB item limit. Default 1000.
+	GapMaxSpans int
 	// RegistryTTL is how long a device's tenant is cached; default 1 min.
 	RegistryTTL time.Duration
 	// DrainTimeout bounds the graceful shutdown: messages in progress get
@@ -84,6 +108,10 @@ type Config struct {
 	// RetryMax caps the backoff between retries of a transient DynamoDB
 	// failure while a message is held; default 5 s.
 	RetryMax time.Duration
+	// Rejections bounds what rejected messages may cost: dead letters per
+	// device, how long a rejection is held when its dead letter cannot be
+	// written, the unknown-thing cache (reject.go; defaults there).
+	Rejections RejectionConfig
 
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -98,15 +126,31 @@ func (c *Config) Validate() error {
 	if c.Broker == "" {
 		return errors.New("ingest: Broker is required")
 	}
-	if c.ClientID == "" {
+	if c.Group == "" {
+		c.Group = "bowline-ingest"
+	}
+	switch {
+	case c.ClientID != "" && c.Slots != 0:
+		return fmt.Errorf("ingest: set ClientID (%q, a fixed id) or Slots (%d, leased ids), not both", c.ClientID, c.Slots)
+	case c.Slots < 0:
+		return fmt.Errorf("ingest: Slots is %d; want at least 1", c.Slots)
+	case c.ClientID == "" && c.Slots == 0:
+		c.Slots = 1
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.LeaseTTL < 0 {
+		return fmt.Errorf("ingest: LeaseTTL is %s; want a positive duration", c.LeaseTTL)
+	}
+	if c.Owner == "" {
 		host, _ := os.Hostname()
 		if host == "" {
 			host = "local"
 		}
-		c.ClientID = "bowline-ingest-" + host
-	}
-	if c.Group == "" {
-		c.Group = "bowline-ingest"
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	switch {
 	case c.Names.Stack == "":
@@ -129,6 +173,9 @@ func (c *Config) Validate() error {
 	if c.GapFlushInterval == 0 {
 		c.GapFlushInterval = 5 * time.Second
 	}
+	if c.GapMaxSpans == 0 {
+		c.GapMaxSpans = 1000
+	}
 	if c.RegistryTTL == 0 {
 		c.RegistryTTL = time.Minute
 	}
@@ -138,8 +185,11 @@ func (c *Config) Validate() error {
 	if c.RetryMax == 0 {
 		c.RetryMax = 5 * time.Second
 	}
-	if c.MaxPayload < 0 || c.MaxSamples < 0 || c.MaxFutureSkew < 0 || c.GapGrace < 0 || c.GapFlushInterval < 0 || c.RegistryTTL < 0 || c.DrainTimeout < 0 || c.RetryMax < 0 {
+	if c.MaxPayload < 0 || c.MaxSamples < 0 || c.MaxFutureSkew < 0 || c.GapGrace < 0 || c.GapFlushInterval < 0 || c.RegistryTTL < 0 || c.GapMaxSpans < 0 || c.DrainTimeout < 0 || c.RetryMax < 0 {
 		return errors.New("ingest: sizes and durations must not be negative")
+	}
+	if err := c.Rejections.validate(); err != nil {
+		return err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -71,6 +71,9 @@ func TestGoldenMessagesDecode(t *testing.T) {
 				if reason := ReasonOf(err); reason != Reason(m.Reject) {
 					t.Fatalf("%s %s: reason %q (%v); want %q", m.Topic, m.Payload, reason, err, m.Reject)
 				}
+				if m.RejectField != "" && !strings.Contains(err.Error(), m.RejectField+":") {
+					t.Errorf("%s: rejection %q does not name the field %s", m.Name, err, m.RejectField)
+				}
 				return
 			}
 			if err != nil {

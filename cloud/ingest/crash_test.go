@@ -34,7 +34,58 @@ const (
 	crashClientEnv = "BOWLINE_INGEST_CRASH_CLIENT_ID"
 	crashGroupEnv  = "BOWLINE_INGEST_CRASH_GROUP"
 	crashReadyLine = "ingest ready"
+	// Optional child settings (sessions_test.go): another broker, leased
+	// slots instead of a fixed client id, the lease TTL, gap timing, and
+	// an "acked <thing> <kind> <seq> <last_seq>" line on stdout per ack.
+	crashBrokerEnv   = "BOWLINE_INGEST_CRASH_BROKER"
+	crashSlotsEnv    = "BOWLINE_INGEST_CRASH_SLOTS"
+	crashLeaseEnv    = "BOWLINE_INGEST_CRASH_LEASE_TTL"
+	crashGraceEnv    = "BOWLINE_INGEST_CRASH_GAP_GRACE"
+	crashCheckEnv    = "BOWLINE_INGEST_CRASH_GAP_CHECK"
+	crashAcksEnv     = "BOWLINE_INGEST_CRASH_ACKS"
+	crashAckedPrefix = "acked "
 )
+
+// ackPrinter prints each ack on stdout for the parent test.
+type ackPrinter struct {
+	ingest.NopObserver
+	mu sync.Mutex
+}
+
+func (p *ackPrinter) Acked(a ingest.Ack) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Printf("%s%s %s %d %d\n", crashAckedPrefix, a.Thing, a.Kind, a.Seq, a.LastSeq)
+}
+
+// childConfig reads the child's ingest settings from the environment.
+func childConfig() (ingest.Config, error) {
+	cfg := ingest.Config{
+		Broker:   os.Getenv("BOWLINE_MQTT_URL"),
+		ClientID: os.Getenv(crashClientEnv),
+		Group:    os.Getenv(crashGroupEnv),
+	}
+	if b := os.Getenv(crashBrokerEnv); b != "" {
+		cfg.Broker = b
+	}
+	if v := os.Getenv(crashSlotsEnv); v != "" {
+		if _, err := fmt.Sscan(v, &cfg.Slots); err != nil {
+			return cfg, fmt.Errorf("%s=%q: %w", crashSlotsEnv, v, err)
+		}
+	}
+	for env, d := range map[string]*time.Duration{crashLeaseEnv: &cfg.LeaseTTL, crashGraceEnv: &cfg.GapGrace, crashCheckEnv: &cfg.GapFlushInterval} {
+		if v := os.Getenv(env); v != "" {
+			var err error
+			if *d, err = time.ParseDuration(v); err != nil {
+				return cfg, fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+		}
+	}
+	if os.Getenv(crashAcksEnv) != "" {
+		cfg.Observer = &ackPrinter{}
+	}
+	return cfg, nil
+}
 
 // crashChild is the child process: ingest.New(...).Run against the stack
 // named by the environment (AWS_ENDPOINT_URL_*, BOWLINE_STACK,
@@ -60,11 +111,11 @@ func crashChild() int {
 		return fail(err)
 	}
 	defer a.Close()
-	in, err := a.Ingest(ingest.Config{
-		Broker:   os.Getenv("BOWLINE_MQTT_URL"),
-		ClientID: os.Getenv(crashClientEnv),
-		Group:    os.Getenv(crashGroupEnv),
-	})
+	cfg, err := childConfig()
+	if err != nil {
+		return fail(err)
+	}
+	in, err := a.Ingest(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -105,6 +156,7 @@ type ingestProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once Wait returned
 	err    error         // Wait's result, set before exited closes
+	ready  chan bool     // receives true once subscribed, false if it exited first
 }
 
 // startIngestProc starts an ingest child with clientID and group, waits until
@@ -112,12 +164,22 @@ type ingestProc struct {
 // ends.
 func startIngestProc(t *testing.T, clientID, group string, stderr *syncBuffer) *ingestProc {
 	t.Helper()
+	p := spawnIngestProc(t, stderr, nil, crashClientEnv+"="+clientID, crashGroupEnv+"="+group)
+	p.waitReady(t, stderr)
+	return p
+}
+
+// spawnIngestProc starts an ingest child with the extra environment env,
+// passing every other stdout line to onLine (when not nil); it does not
+// wait for the child to subscribe (waitReady does). The child is killed
+// and reaped when the test ends.
+func spawnIngestProc(t *testing.T, stderr *syncBuffer, onLine func(string), env ...string) *ingestProc {
+	t.Helper()
 	stack := lstest.Stack(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), stack.Env()...)
-	cmd.Env = append(cmd.Env,
-		"BOWLINE_STACK="+lstest.Names(t).Stack,
-		crashChildEnv+"=1", crashClientEnv+"="+clientID, crashGroupEnv+"="+group)
+	cmd.Env = append(cmd.Env, "BOWLINE_STACK="+lstest.Names(t).Stack, crashChildEnv+"=1")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
@@ -127,26 +189,35 @@ func startIngestProc(t *testing.T, clientID, group string, stderr *syncBuffer) *
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start ingest child %s: %v", os.Args[0], err)
 	}
-	p := &ingestProc{cmd: cmd, exited: make(chan struct{})}
-	ready := make(chan bool, 1)
+	p := &ingestProc{cmd: cmd, exited: make(chan struct{}), ready: make(chan bool, 1)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		ok := false
 		for sc.Scan() {
-			if sc.Text() == crashReadyLine && !ok {
+			switch line := sc.Text(); {
+			case line == crashReadyLine && !ok:
 				ok = true
-				ready <- true
+				p.ready <- true
+			case onLine != nil:
+				onLine(line)
 			}
 		}
 		if !ok {
-			ready <- false
+			p.ready <- false
 		}
 		p.err = cmd.Wait() // after stdout is drained, as Wait closes it
 		close(p.exited)
 	}()
 	t.Cleanup(p.kill)
+	return p
+}
+
+// waitReady waits until the child has subscribed; it fails the test when
+// the child exits first or takes longer than hangGuard.
+func (p *ingestProc) waitReady(t *testing.T, stderr *syncBuffer) {
+	t.Helper()
 	select {
-	case ok := <-ready:
+	case ok := <-p.ready:
 		if !ok {
 			<-p.exited
 			t.Fatalf("ingest child exited before subscribing (%v); stderr:\n%s", p.err, stderr.String())
@@ -154,7 +225,6 @@ func startIngestProc(t *testing.T, clientID, group string, stderr *syncBuffer) *
 	case <-time.After(hangGuard):
 		t.Fatalf("ingest child never subscribed; stderr:\n%s", stderr.String())
 	}
-	return p
 }
 
 // kill sends SIGKILL and reaps the process; calling it again is harmless.

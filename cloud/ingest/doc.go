@@ -26,8 +26,16 @@
 //   - Gap detection: per thing and lane the seqs that arrived are kept as
 //     intervals in the app table (pk SEQ#<thing>, sk the lane), merged
 //     with optimistic locking so every ingest process of the group shares
-//     them. A hole older than Config.GapGrace raises bowl.data_gap once; seqs
-//     the edge reported with bowl.telemetry_dropped are not holes.
+//     them, and written before the message is acknowledged (one put per
+//     lane per write round). A hole older than Config.GapGrace raises
+//     bowl.data_gap once; seqs the edge reported with
+//     bowl.telemetry_dropped, and those of rejected messages, are not holes.
+//     A row keeps at most Config.GapMaxSpans spans.
+//   - Sessions: unless Config.ClientID fixes it, a process leases one of
+//     Config.Slots client ids ("<group>-<n>") in the app table before it
+//     connects, so a replaced process's persistent session is resumed by
+//     its successor; it stops consuming when the lease is lost. On shutdown
+//     it unsubscribes first, then drains (docs/ingest-sessions.md).
 //
 // keys.go lists every DynamoDB row ingest writes.
 //
@@ -37,11 +45,8 @@
 // after ingest was killed between PutRecords and the PUBACK) is written
 // twice. Consumers drop duplicates by (thing, seq), which every record carries.
 //
-// Seq intervals reach the app table every Config.GapFlushInterval; seqs
-// acknowledged within that interval before a SIGKILL are forgotten and can
-// later be reported as a (false) data gap. Nothing is lost either way.
-//
-// An unacknowledged message stays in the broker session of this process's
-// client id until it reconnects; give every ingest process a stable, distinct
-// ClientID.
+// An unacknowledged message stays in the broker session of its client id
+// until a process connects with that id again: run as many processes as
+// Config.Slots. A fixed Config.ClientID is only for a process that always
+// comes back under the same id.
 package ingest

@@ -20,9 +20,21 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 )
 
-// payloadDigest is sha256 of the RFC 8785 form of the message, so
-// redeliveries that differ only in whitespace or key order match.
+// payloadDigest is sha256 of the RFC 8785 form of the message without its
+// sent_at, so redeliveries that differ only in whitespace, key order or
+// the time they were sent match.
 func payloadDigest(raw []byte) (string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", err
+	}
+	if _, ok := obj["sent_at"]; ok {
+		delete(obj, "sent_at")
+		var err error
+		if raw, err = json.Marshal(obj); err != nil {
+			return "", err
+		}
+	}
 	c, err := jcs.Transform(raw)
 	if err != nil {
 		return "", err
@@ -32,8 +44,8 @@ func payloadDigest(raw []byte) (string, error) {
 }
 
 // eventPayload is the engine payload of a device event: its data fields and
-// where it came from.
-func eventPayload(ev wire.EventMessage) (map[string]any, error) {
+// where it came from, and the clock correction when ingest made one.
+func eventPayload(ev wire.EventMessage, fix ClockFix) (map[string]any, error) {
 	var p map[string]any
 	if err := json.Unmarshal(ev.Data, &p); err != nil {
 		return nil, err
@@ -45,6 +57,10 @@ func eventPayload(ev wire.EventMessage) (map[string]any, error) {
 	p["device_event_id"] = ev.ID
 	p["device_seq"] = ev.Seq
 	p["device_at"] = ev.At.UTC().Format(time.RFC3339Nano)
+	if fix.Reason != "" {
+		p["clock_fix"] = fix.Reason
+		p["clock_skew_ms"] = fix.Skew.Milliseconds()
+	}
 	return p, nil
 }
 
@@ -59,12 +75,12 @@ const (
 // emitEvent emits ev for tenant idempotently. A repeat of an emitted event
 // is a duplicate; a repeat of its key with another payload is a
 // ReasonConflict rejection. Other errors are transient or engine rejections.
-func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev wire.EventMessage, raw []byte) (emitOutcome, error) {
+func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev wire.EventMessage, fix ClockFix, raw []byte) (emitOutcome, error) {
 	digest, err := payloadDigest(raw)
 	if err != nil {
 		return 0, reject(ReasonMalformedJSON, "canonicalize: %v", err)
 	}
-	payload, err := eventPayload(ev)
+	payload, err := eventPayload(ev, fix)
 	if err != nil {
 		return 0, reject(ReasonInvalid, "data: %v", err)
 	}

@@ -22,12 +22,15 @@ const (
 	ReasonUnknownType     Reason = "unknown_type"
 	ReasonFutureTimestamp Reason = "future_timestamp"
 	ReasonConflict        Reason = "conflict"
+	// ReasonRateLimited is the reason of a summary letter: the device went
+	// over its dead-letter limit (RejectionConfig.PerDevice).
+	ReasonRateLimited Reason = "rate_limited"
 )
 
 // Reasons lists every rejection reason.
 var Reasons = []Reason{ReasonBadTopic, ReasonUnknownThing, ReasonTenantMismatch, ReasonOversize,
 	ReasonMalformedJSON, ReasonBadVersion, ReasonThingMismatch, ReasonInvalid, ReasonUnknownType,
-	ReasonFutureTimestamp, ReasonConflict}
+	ReasonFutureTimestamp, ReasonConflict, ReasonRateLimited}
 
 // Errors of the package.
 var (

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,6 +36,14 @@ type span struct{ From, To uint64 }
 type seqState struct {
 	Spans   []span
 	Noticed map[uint64]time.Time
+	// Forgot counts the holes (and their seqs) merged away by summarise.
+	Forgot forgotten
+}
+
+// forgotten counts holes given up to keep a row bounded.
+type forgotten struct {
+	Holes int    `json:"holes"`
+	Seqs  uint64 `json:"seqs"`
 }
 
 // add merges [from, to] into the spans.
@@ -81,6 +90,32 @@ func (s *seqState) due(now time.Time, grace time.Duration) (holes []span, since 
 	return holes, since
 }
 
+// summarise merges the oldest holes into the spans around them until at
+// most maxSpans spans remain, and counts what it forgot in s.Forgot: a
+// device that skips every other seq would otherwise grow its row past
+// DynamoDB's 400 KB item limit (docs/ingest-sessions.md).
+func (s *seqState) summarise(maxSpans int) (holes int) {
+	for len(s.Spans) > maxSpans && len(s.Spans) > 1 {
+		h := span{s.Spans[0].To + 1, s.Spans[1].From - 1}
+		s.Forgot.Holes++
+		s.Forgot.Seqs += h.To - h.From + 1
+		delete(s.Noticed, h.From)
+		s.Spans[1].From = s.Spans[0].From
+		s.Spans = s.Spans[1:]
+		holes++
+	}
+	return holes
+}
+
+// clone returns a deep copy of s.
+func (s seqState) clone() seqState {
+	c := seqState{Spans: slices.Clone(s.Spans), Noticed: make(map[uint64]time.Time, len(s.Noticed)), Forgot: s.Forgot}
+	for k, v := range s.Noticed {
+		c.Noticed[k] = v
+	}
+	return c
+}
+
 // GapDB is the part of DynamoDB the gap tracker uses; safe for concurrent use.
 type GapDB interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
@@ -98,103 +133,319 @@ type DataGap struct {
 	MissingSince time.Time `json:"missing_since"`
 }
 
-// gapTracker merges observed seqs into the shared rows and raises gaps.
+// observation is a range of seqs of one thing's lane that is durable (or
+// accounted for: dropped at the edge, or rejected).
+type observation struct {
+	key      laneKey
+	from, to uint64
+}
+
+// ackGroup is an acknowledgement waiting for the rows of all its
+// observations to be written.
+type ackGroup struct {
+	left atomic.Int32
+	fn   func()
+}
+
+func (a *ackGroup) done() {
+	if a.left.Add(-1) == 0 && a.fn != nil {
+		a.fn()
+	}
+}
+
+// pendingLane is what waits for one lane's row: merged spans and the
+// acknowledgements they hold back.
+type pendingLane struct {
+	st   seqState
+	acks []*ackGroup
+}
+
+// cachedLane is the last state this process wrote to a lane's row, so the
+// next write needs no read unless another process wrote in between.
+type cachedLane struct {
+	st      seqState
+	version int64
+}
+
+// maxCachedLanes bounds the write cache; past it the cache starts afresh.
+const maxCachedLanes = 10000
+
+// writeConcurrency is how many rows one write round puts at once.
+const writeConcurrency = 16
+
+// gapTracker makes observed seqs durable in the shared rows before their
+// messages are acknowledged, and raises gaps.
 type gapTracker struct {
-	db    GapDB
-	table string
-	grace time.Duration
-	now   func() time.Time
-	raise func(ctx context.Context, tenant string, g DataGap) error
-	log   *slog.Logger
+	db       GapDB
+	table    string
+	grace    time.Duration
+	maxSpans int
+	now      func() time.Time
+	raise    func(ctx context.Context, tenant string, g DataGap) error
+	log      *slog.Logger
+
+	kick chan struct{}
 
 	mu      sync.Mutex
-	pending map[laneKey][]span
-	watch   map[laneKey]bool // keys that had holes at their last sync
+	pending map[laneKey]*pendingLane
+	watch   map[laneKey]bool // keys that had holes at their last write
+	cache   map[laneKey]cachedLane
 }
 
-func newGapTracker(db GapDB, table string, grace time.Duration, now func() time.Time, log *slog.Logger, raise func(context.Context, string, DataGap) error) *gapTracker {
-	return &gapTracker{db: db, table: table, grace: grace, now: now, raise: raise, log: log,
-		pending: make(map[laneKey][]span), watch: make(map[laneKey]bool)}
+func newGapTracker(db GapDB, table string, grace time.Duration, maxSpans int, now func() time.Time, log *slog.Logger, raise func(context.Context, string, DataGap) error) *gapTracker {
+	return &gapTracker{db: db, table: table, grace: grace, maxSpans: maxSpans, now: now, raise: raise, log: log,
+		kick: make(chan struct{}, 1), pending: make(map[laneKey]*pendingLane), watch: make(map[laneKey]bool), cache: make(map[laneKey]cachedLane)}
 }
 
-// Observe records that seqs from..to of thing's lane are durable.
-func (g *gapTracker) Observe(tenant, thing, lane string, from, to uint64) {
-	k := laneKey{tenant, thing, lane}
+// Record queues obs for the next write round and calls ack (when not nil)
+// once every row they touch is written: a message is acknowledged only
+// after its seqs are durable, so a crash forgets nothing the broker will
+// not resend. Rows are written in rounds, one put per lane per round, while
+// the previous round is in progress.
+func (g *gapTracker) Record(ack func(), obs ...observation) {
+	if len(obs) == 0 {
+		if ack != nil {
+			ack()
+		}
+		return
+	}
+	a := &ackGroup{fn: ack}
+	a.left.Store(int32(len(obs)))
 	g.mu.Lock()
-	g.pending[k] = append(g.pending[k], span{from, to})
+	for _, o := range obs {
+		p := g.pending[o.key]
+		if p == nil {
+			p = &pendingLane{}
+			g.pending[o.key] = p
+		}
+		p.st.add(o.from, o.to)
+		p.acks = append(p.acks, a)
+	}
 	g.mu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
 }
 
-// Flush merges everything observed into the shared rows and raises the
-// gaps that are due. It returns the first error; keys that failed are kept
-// for the next flush.
-func (g *gapTracker) Flush(ctx context.Context) error {
+// writeLoop writes recorded seqs in rounds until ctx ends; a failed round
+// keeps its work (and its messages unacknowledged) and is retried with
+// backoff.
+func (g *gapTracker) writeLoop(ctx context.Context) {
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.kick:
+		}
+		if err := g.writeRound(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			g.log.Warn("seq rows not written; their messages stay unacknowledged; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(time.Duration(failures)*100*time.Millisecond, 5*time.Second)):
+			}
+			select {
+			case g.kick <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		failures = 0
+	}
+}
+
+// drain writes rounds until nothing is pending or ctx ends.
+func (g *gapTracker) drain(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		n := len(g.pending)
+		g.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		if err := g.writeRound(ctx); err != nil {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// writeRound writes everything pending, one put per lane, and calls the
+// acknowledgements of the rows written. Lanes that failed go back to
+// pending; it returns their errors joined.
+func (g *gapTracker) writeRound(ctx context.Context) error {
 	g.mu.Lock()
 	work := g.pending
-	g.pending = make(map[laneKey][]span)
+	g.pending = make(map[laneKey]*pendingLane)
+	g.mu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, writeConcurrency)
+		emu  sync.Mutex
+		errs []error
+	)
+	for k, p := range work {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			open, err := g.sync(ctx, k, p.st.Spans, false)
+			if err != nil {
+				g.mu.Lock()
+				q := g.pending[k]
+				if q == nil {
+					q = &pendingLane{}
+					g.pending[k] = q
+				}
+				for _, sp := range p.st.Spans {
+					q.st.add(sp.From, sp.To)
+				}
+				q.acks = append(q.acks, p.acks...)
+				g.mu.Unlock()
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+				return
+			}
+			g.setWatch(k, open)
+			for _, a := range p.acks {
+				a.done()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (g *gapTracker) setWatch(k laneKey, open bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if open {
+		g.watch[k] = true
+	} else {
+		delete(g.watch, k)
+	}
+}
+
+// Check raises the gaps that are due on the lanes this process saw holes
+// in. It returns the first error; those lanes are checked again next time.
+func (g *gapTracker) Check(ctx context.Context) error {
+	g.mu.Lock()
+	keys := make([]laneKey, 0, len(g.watch))
 	for k := range g.watch {
-		if _, ok := work[k]; !ok {
-			work[k] = nil
-		}
+		keys = append(keys, k)
 	}
 	g.mu.Unlock()
 	var errs []error
-	for k, spans := range work {
-		open, err := g.sync(ctx, k, spans)
-		g.mu.Lock()
+	for _, k := range keys {
+		open, err := g.sync(ctx, k, nil, true)
 		if err != nil {
-			g.pending[k] = append(g.pending[k], spans...)
 			errs = append(errs, err)
-		} else if open {
-			g.watch[k] = true
-		} else {
-			delete(g.watch, k)
+			continue
 		}
-		g.mu.Unlock()
+		g.setWatch(k, open)
 	}
 	return errors.Join(errs...)
 }
 
-// sync merges spans into k's row with optimistic locking and raises due
-// gaps; it reports whether holes remain.
-func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span) (bool, error) {
+// sync merges spans into k's row with optimistic locking; with raise it
+// also raises the gaps that are due. It reports whether holes remain.
+func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, raise bool) (bool, error) {
 	for attempt := 0; ; attempt++ {
-		st, version, err := g.load(ctx, k)
-		if err != nil {
-			return false, err
+		g.mu.Lock()
+		c, ok := g.cache[k]
+		g.mu.Unlock()
+		var (
+			st      seqState
+			version int64
+		)
+		// Raising reads the row afresh: another process may have filled
+		// a hole since this one last wrote it.
+		if ok && attempt == 0 && !raise {
+			st, version = c.st.clone(), c.version
+		} else {
+			var err error
+			if st, version, err = g.load(ctx, k); err != nil {
+				return false, err
+			}
 		}
+		if st.Noticed == nil {
+			st.Noticed = make(map[uint64]time.Time)
+		}
+		before := st.clone()
 		for _, sp := range spans {
 			st.add(sp.From, sp.To)
 		}
 		if len(st.Spans) == 0 {
 			return false, nil
 		}
+		if n := st.summarise(g.maxSpans); n > 0 {
+			g.log.Warn("seq row at its span limit: oldest holes forgotten, not raised", "thing", k.thing, "lane", k.lane, "holes", n, "max_spans", g.maxSpans, "forgotten_total", st.Forgot.Holes)
+		}
 		holes, since := st.due(g.now(), g.grace)
-		for i, h := range holes {
-			gap := DataGap{Thing: k.thing, Lane: k.lane, FromSeq: h.From, ToSeq: h.To, MissingSince: since[i].UTC()}
-			if err := g.raise(ctx, k.tenant, gap); err != nil {
-				return true, fmt.Errorf("raise data gap %s %s %d..%d: %w", k.thing, k.lane, h.From, h.To, err)
+		if raise {
+			for i, h := range holes {
+				gap := DataGap{Thing: k.thing, Lane: k.lane, FromSeq: h.From, ToSeq: h.To, MissingSince: since[i].UTC()}
+				if err := g.raise(ctx, k.tenant, gap); err != nil {
+					return true, fmt.Errorf("raise data gap %s %s %d..%d: %w", k.thing, k.lane, h.From, h.To, err)
+				}
+				st.add(h.From, h.To)
 			}
-			st.add(h.From, h.To)
+			if len(holes) > 0 {
+				st.due(g.now(), g.grace) // forget the notes of closed holes
+			}
 		}
-		if len(holes) > 0 {
-			st.due(g.now(), g.grace) // forget the notes of closed holes
+		if version > 0 && sameState(before, st) {
+			return len(st.Spans) > 1, nil // nothing new to write
 		}
-		err = g.store(ctx, k, st, version)
+		err := g.store(ctx, k, st, version)
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && attempt < 20 {
 			continue // another ingest process wrote the row: merge again
 		}
 		if err != nil {
+			g.mu.Lock()
+			delete(g.cache, k)
+			g.mu.Unlock()
 			return false, err
 		}
+		g.mu.Lock()
+		if len(g.cache) >= maxCachedLanes {
+			g.cache = make(map[laneKey]cachedLane)
+		}
+		g.cache[k] = cachedLane{st: st.clone(), version: version + 1}
+		g.mu.Unlock()
 		return len(st.Spans) > 1, nil
 	}
 }
 
+// sameState reports whether a and b would store the same row.
+func sameState(a, b seqState) bool {
+	if !slices.Equal(a.Spans, b.Spans) || a.Forgot != b.Forgot || len(a.Noticed) != len(b.Noticed) {
+		return false
+	}
+	for k, v := range a.Noticed {
+		if w, ok := b.Noticed[k]; !ok || !w.Equal(v) {
+			return false
+		}
+	}
+	return true
+}
+
 type storedState struct {
-	Spans   [][2]uint64       `json:"spans"`
-	Noticed map[string]string `json:"noticed,omitempty"`
+	Spans     [][2]uint64       `json:"spans"`
+	Noticed   map[string]string `json:"noticed,omitempty"`
+	Forgotten *forgotten        `json:"forgotten,omitempty"`
 }
 
 func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, error) {
@@ -216,6 +467,9 @@ func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, erro
 		}
 	}
 	st := seqState{Noticed: make(map[uint64]time.Time)}
+	if ss.Forgotten != nil {
+		st.Forgot = *ss.Forgotten
+	}
 	for _, sp := range ss.Spans {
 		st.Spans = append(st.Spans, span{sp[0], sp[1]})
 	}
@@ -231,6 +485,9 @@ func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, erro
 
 func (g *gapTracker) store(ctx context.Context, k laneKey, st seqState, version int64) error {
 	ss := storedState{Noticed: make(map[string]string)}
+	if st.Forgot.Holes > 0 {
+		ss.Forgotten = &st.Forgot
+	}
 	for _, sp := range st.Spans {
 		ss.Spans = append(ss.Spans, [2]uint64{sp.From, sp.To})
 	}

@@ -1,9 +1,17 @@
 package ingest
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 func TestSeqStateAddMerges(t *testing.T) {
@@ -40,4 +48,119 @@ func TestSeqStateDueAfterGrace(t *testing.T) {
 	if h, _ := s.due(t0.Add(200*time.Second), time.Minute); len(h) != 0 || len(s.Noticed) != 0 {
 		t.Fatalf("after the hole filled: due %v, notes %v; want none", h, s.Noticed)
 	}
+}
+
+// memGapDB is an in-memory GapDB that ignores conditions; fail makes every
+// call fail.
+type memGapDB struct {
+	mu    sync.Mutex
+	items map[string]map[string]types.AttributeValue
+	fail  bool
+	puts  int
+}
+
+func (m *memGapDB) id(key map[string]types.AttributeValue) string {
+	return key["pk"].(*types.AttributeValueMemberS).Value + "|" + key["sk"].(*types.AttributeValueMemberS).Value
+}
+
+func (m *memGapDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail {
+		return nil, errors.New("injected outage")
+	}
+	return &dynamodb.GetItemOutput{Item: m.items[m.id(in.Key)]}, nil
+}
+
+func (m *memGapDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail {
+		return nil, errors.New("injected outage")
+	}
+	m.items[m.id(in.Item)] = in.Item
+	m.puts++
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func newMemTracker(db *memGapDB, maxSpans int) *gapTracker {
+	noRaise := func(context.Context, string, DataGap) error { return errors.New("no gap may be raised here") }
+	return newGapTracker(db, "app", time.Hour, maxSpans, time.Now, slog.New(slog.DiscardHandler), noRaise)
+}
+
+// A message is acknowledged only once its seqs are in the row: while the
+// row cannot be written, nothing is acknowledged and the work is kept.
+func TestRecordAcksOnlyAfterRowWritten(t *testing.T) {
+	db := &memGapDB{items: map[string]map[string]types.AttributeValue{}, fail: true}
+	g := newMemTracker(db, 1000)
+	var acked atomic.Int32
+	k := laneKey{"t", "bowl-1", LaneTelemetry}
+	for s := uint64(1); s <= 10; s++ {
+		g.Record(func() { acked.Add(1) }, observation{k, s, s})
+	}
+	if err := g.writeRound(context.Background()); err == nil {
+		t.Fatal("writeRound during an outage = nil; want the error")
+	}
+	if n := acked.Load(); n != 0 {
+		t.Fatalf("acks during the outage = %d; want 0", n)
+	}
+	db.mu.Lock()
+	db.fail = false
+	db.mu.Unlock()
+	if err := g.writeRound(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := acked.Load(); n != 10 {
+		t.Fatalf("acks after the row was written = %d; want 10", n)
+	}
+	if db.puts != 1 {
+		t.Errorf("puts = %d; want 1 (one write per lane per round)", db.puts)
+	}
+	st, _, err := g.load(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []span{{1, 10}}; !reflect.DeepEqual(st.Spans, want) {
+		t.Errorf("row spans = %v; want %v", st.Spans, want)
+	}
+}
+
+// A device that sends every other seq cannot grow its row past DynamoDB's
+// 400 KB item limit: past GapMaxSpans the oldest holes are merged away and
+// counted.
+func TestSeqRowBoundedForEveryOtherSeq(t *testing.T) {
+	db := &memGapDB{items: map[string]map[string]types.AttributeValue{}}
+	g := newMemTracker(db, 1000)
+	k := laneKey{"t", "bowl-1", LaneTelemetry}
+	const msgs = 5000
+	base := uint64(1) << 40 // long seqs make the longest JSON
+	for i := range uint64(msgs) {
+		g.Record(nil, observation{k, base + 2*i, base + 2*i})
+		if i%100 == 99 {
+			if err := g.writeRound(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st, _, err := g.load(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Spans) > 1000 {
+		t.Fatalf("row holds %d spans; want at most 1000", len(st.Spans))
+	}
+	if got, want := st.Forgot.Holes, msgs-1000; got != want {
+		t.Errorf("forgotten holes = %d; want %d", got, want)
+	}
+	size := 0
+	for name, v := range db.items[db.id(gapKey(k.thing, k.lane))] {
+		size += len(name)
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			size += len(s.Value)
+		}
+	}
+	if size > 200<<10 {
+		t.Errorf("row is %d bytes; want well under DynamoDB's 400 KB", size)
+	}
+	t.Logf("row of %d spans: %d bytes", len(st.Spans), size)
 }

@@ -23,29 +23,29 @@ type Ingester struct {
 	kin      telemetry.KinesisAPI
 	emitter  Emitter
 	registry *devices.Registry
+	devices  *devices.Cache // the registry, cached (unknown things too)
 	letters  LetterStore
 	gaps     *gapTracker
-
-	cacheMu sync.Mutex
-	cache   map[string]cachedDevice
+	// limiter and heldLetters bound what rejections cost (reject.go).
+	limiter     *rejectLimiter
+	heldLetters chan struct{}
 
 	// work is the context of message handling; it ends DrainTimeout after
 	// shutdown starts.
-	work      context.Context
-	abandon   context.CancelFunc
-	gate      sync.RWMutex // held for reading while a handler starts
-	draining  bool
-	handlers  sync.WaitGroup
-	producer  *telemetry.Producer
-	ran       bool
-	runningMu sync.Mutex
-	ready     chan struct{}
-	readyOnce sync.Once
-}
-
-type cachedDevice struct {
-	tenant  string
-	expires time.Time
+	work     context.Context
+	abandon  context.CancelFunc
+	gate     sync.RWMutex // held for reading while a handler starts
+	draining bool
+	// unsubscribed: the drain started; a reconnection must not subscribe.
+	unsubscribed bool
+	handlers     sync.WaitGroup
+	producer     *telemetry.Producer
+	ran          bool
+	runningMu    sync.Mutex
+	ready        chan struct{}
+	readyOnce    sync.Once
+	// lease is this process's client-id slot; nil with a fixed ClientID.
+	lease *slotLease
 }
 
 // New validates cfg and builds an Ingester and its clients. Nothing connects
@@ -54,15 +54,20 @@ func New(cfg Config) (*Ingester, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, kin: cfg.Kinesis, emitter: cfg.Emitter, cache: make(map[string]cachedDevice), ready: make(chan struct{})}
+	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, kin: cfg.Kinesis, emitter: cfg.Emitter, ready: make(chan struct{}),
+		limiter: newRejectLimiter(cfg.Rejections), heldLetters: make(chan struct{}, cfg.Rejections.MaxHeld)}
 	var err error
 	if in.registry, err = devices.New(in.db, cfg.Names.AppTable(), cfg.Now); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if in.devices, err = devices.NewCache(in.registry, devices.CacheConfig{TTL: cfg.RegistryTTL, UnknownTTL: cfg.Rejections.UnknownTTL,
+		MaxEntries: cfg.Rejections.CacheSize, Now: cfg.Now}); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	if in.letters, err = deadletter.New(in.db, cfg.Names.DeadLettersTable(), cfg.Now); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	in.gaps = newGapTracker(in.db, cfg.Names.AppTable(), cfg.GapGrace, cfg.Now, in.log, in.raiseGap)
+	in.gaps = newGapTracker(in.db, cfg.Names.AppTable(), cfg.GapGrace, cfg.GapMaxSpans, cfg.Now, in.log, in.raiseGap)
 	return in, nil
 }
 
@@ -73,9 +78,12 @@ func (in *Ingester) Ready() <-chan struct{} { return in.ready }
 // Config returns the validated configuration, defaults filled in.
 func (in *Ingester) Config() Config { return in.cfg }
 
-// Run connects to the broker, subscribes and ingests until ctx ends; then it
-// drains gracefully (see Config.DrainTimeout), disconnects and returns nil.
-// It returns an error when it cannot start. Run may be called once.
+// Run leases a client-id slot (unless Config.ClientID fixes the id),
+// connects to the broker, subscribes and ingests until ctx ends; then it
+// unsubscribes, drains (see Config.DrainTimeout), disconnects, releases the
+// slot and returns nil. It returns an error when it cannot start, and
+// ErrLeaseLost (after disconnecting at once) when its slot was taken or
+// could not be renewed. Run may be called once.
 func (in *Ingester) Run(ctx context.Context) error {
 	in.runningMu.Lock()
 	if in.ran {
@@ -99,45 +107,122 @@ func (in *Ingester) Run(ctx context.Context) error {
 	in.work, in.abandon = context.WithCancel(context.Background())
 	defer in.abandon()
 
-	gapsDone := make(chan struct{})
-	gapsCtx, stopGaps := context.WithCancel(in.work)
-	go func() {
-		defer close(gapsDone)
-		in.gapLoop(gapsCtx)
-	}()
+	clientID := in.cfg.ClientID
+	if clientID == "" {
+		// The lease runs on the wall clock: its expiry is compared across
+		// processes, whatever Config.Now simulates.
+		in.lease = &slotLease{db: in.db, table: in.cfg.Names.AppTable(), group: in.cfg.Group, owner: in.cfg.Owner,
+			slots: in.cfg.Slots, ttl: in.cfg.LeaseTTL, now: time.Now, log: in.log}
+		if err := in.lease.acquire(ctx); err != nil {
+			_ = p.Close(context.Background())
+			if ctx.Err() != nil {
+				in.log.Info("ingest stopped before a slot was free")
+				return nil
+			}
+			return err
+		}
+		clientID = slotClientID(in.cfg.Group, in.lease.slot)
+		in.log.Info("ingest slot leased", "group", in.cfg.Group, "slot", in.lease.slot, "client_id", clientID, "owner", in.cfg.Owner)
+	}
 
-	client, err := in.connect(ctx)
+	var loops sync.WaitGroup
+	loopsCtx, stopLoops := context.WithCancel(in.work)
+	loops.Add(2)
+	go func() {
+		defer loops.Done()
+		in.gapLoop(loopsCtx)
+	}()
+	go func() {
+		defer loops.Done()
+		in.gaps.writeLoop(loopsCtx)
+	}()
+	stop := func() {
+		stopLoops()
+		loops.Wait()
+	}
+
+	client, err := in.connect(ctx, clientID)
 	if err != nil {
-		stopGaps()
-		<-gapsDone
+		stop()
 		_ = p.Close(context.Background())
+		in.releaseLease()
 		return err
 	}
-	<-ctx.Done()
-	in.log.Info("ingest stopping: draining messages in progress", "timeout", in.cfg.DrainTimeout)
+	lost := make(chan error, 1)
+	keepCtx, stopKeep := context.WithCancel(context.Background())
+	defer stopKeep()
+	if in.lease != nil {
+		go func() {
+			if err := in.lease.keep(keepCtx); err != nil {
+				lost <- err
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-lost:
+		// Another process may own the slot's session by now: stop at once
+		// and never reconnect. What is unacknowledged stays in the session
+		// for the slot's next owner.
+		in.log.Error("ingest slot lease lost: disconnecting without draining", "client_id", clientID, "err", err)
+		in.gate.Lock()
+		in.draining, in.unsubscribed = true, true
+		in.gate.Unlock()
+		client.Disconnect(0)
+		in.abandon()
+		in.handlers.Wait()
+		stop()
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = p.Close(closeCtx)
+		return err
+	}
+	in.log.Info("ingest stopping: unsubscribing, then draining messages in progress", "timeout", in.cfg.DrainTimeout)
 
-	// Drain: no new messages; those in progress get DrainTimeout to become
-	// durable and be acknowledged. Unacknowledged ones stay in the broker
-	// session and are redelivered when this client id reconnects.
-	in.gate.Lock()
-	in.draining = true
-	in.gate.Unlock()
+	// Drain: unsubscribe first so the broker routes nothing new to this
+	// session, then give messages in progress DrainTimeout to become
+	// durable and be acknowledged. Whatever stays unacknowledged remains in
+	// the session, which the slot's next owner (or this fixed client id)
+	// resumes.
 	drainCtx, cancel := context.WithTimeout(context.Background(), in.cfg.DrainTimeout)
 	defer cancel()
 	stopAbandon := context.AfterFunc(drainCtx, in.abandon)
 	defer stopAbandon()
+	in.gate.Lock()
+	in.unsubscribed = true
+	in.gate.Unlock()
+	if tok := client.Unsubscribe(Filters(in.cfg.Group)...); !tok.WaitTimeout(in.cfg.DrainTimeout/2) || tok.Error() != nil {
+		in.log.Warn("unsubscribe not confirmed; draining anyway", "err", tok.Error())
+	}
+	in.gate.Lock()
+	in.draining = true
+	in.gate.Unlock()
 	in.handlers.Wait()
 	if err := p.Close(drainCtx); err != nil {
 		in.log.Warn("kinesis records not accepted before the drain timeout; their messages were not acknowledged", "err", err)
 	}
-	client.Disconnect(250)
-	stopGaps()
-	<-gapsDone
-	if err := in.gaps.Flush(drainCtx); err != nil {
-		in.log.Warn("final seq flush failed", "err", err)
+	stop()
+	if err := in.gaps.drain(drainCtx); err != nil {
+		in.log.Warn("seq rows not written before the drain timeout; their messages were not acknowledged", "err", err)
 	}
+	client.Disconnect(250)
+	stopKeep()
+	in.releaseLease()
 	in.log.Info("ingest stopped")
 	return nil
+}
+
+// releaseLease gives up the slot, if any, so a successor need not wait for
+// its TTL.
+func (in *Ingester) releaseLease() {
+	if in.lease == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := in.lease.release(ctx); err != nil {
+		in.log.Warn("ingest slot lease not released; it expires on its own", "err", err)
+	}
 }
 
 func (in *Ingester) gapLoop(ctx context.Context) {
@@ -148,8 +233,8 @@ func (in *Ingester) gapLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := in.gaps.Flush(ctx); err != nil && ctx.Err() == nil {
-				in.log.Warn("seq tracking flush failed; will retry", "err", err)
+			if err := in.gaps.Check(ctx); err != nil && ctx.Err() == nil {
+				in.log.Warn("gap check failed; will retry", "err", err)
 			}
 		}
 	}
@@ -159,7 +244,7 @@ func (in *Ingester) gapLoop(ctx context.Context) {
 func (in *Ingester) begin() bool {
 	in.gate.RLock()
 	defer in.gate.RUnlock()
-	if in.draining {
+	if in.draining || (in.lease != nil && !in.lease.held()) {
 		return false
 	}
 	in.handlers.Add(1)
@@ -185,10 +270,12 @@ type message struct {
 }
 
 // Handle processes one message from topic. ack sends its PUBACK and is called
-// at most once: after the data is durable, or after a rejection is
-// dead-lettered. When Handle returns an error, the message was neither and
-// stays unacknowledged (the broker redelivers it on reconnect). Telemetry
-// may be acknowledged after Handle returns, from another goroutine.
+// at most once: after the data and its seqs are durable (the seq row is
+// written first, gaps.go), or after a rejection is dead-lettered. When
+// Handle returns an error, the message was neither and stays
+// unacknowledged (the broker redelivers it on reconnect). A message may be
+// acknowledged after Handle returns, from another goroutine, and only while
+// Run is running (it writes the seq rows).
 func (in *Ingester) Handle(ctx context.Context, topic string, raw []byte, ack func()) error {
 	m := message{topic: topic, raw: raw, recv: in.cfg.Now(), ack: ack, kind: "unknown"}
 	tp, err := ParseTopic(topic)
@@ -212,34 +299,25 @@ func (in *Ingester) Handle(ctx context.Context, topic string, raw []byte, ack fu
 
 // verifyTenant checks that tp's thing is registered to tp's tenant. It
 // returns a *Rejection for an unknown thing or a mismatch, and retries
-// transient registry errors until ctx ends.
+// transient registry errors until ctx ends. Answers, "unknown" included,
+// are cached (RegistryTTL, Rejections.UnknownTTL).
 func (in *Ingester) verifyTenant(ctx context.Context, tp wire.Topic) error {
-	now := in.cfg.Now()
-	in.cacheMu.Lock()
-	c, ok := in.cache[tp.Thing]
-	in.cacheMu.Unlock()
-	if !ok || now.After(c.expires) {
-		var d devices.Device
-		err := in.retry(ctx, "look up device "+tp.Thing, func() error {
-			var err error
-			d, err = in.registry.Lookup(ctx, tp.Thing)
-			if errors.Is(err, devices.ErrUnknownDevice) {
-				return permanent{err}
-			}
-			return err
-		})
+	var d devices.Device
+	err := in.retry(ctx, "registry", "look up device "+tp.Thing, func() error {
+		var err error
+		d, err = in.devices.Lookup(ctx, tp.Thing)
 		if errors.Is(err, devices.ErrUnknownDevice) {
-			return reject(ReasonUnknownThing, "thing %q is not in the device registry", tp.Thing)
+			return permanent{err}
 		}
-		if err != nil {
-			return err
-		}
-		c = cachedDevice{tenant: d.Tenant, expires: now.Add(in.cfg.RegistryTTL)}
-		in.cacheMu.Lock()
-		in.cache[tp.Thing] = c
-		in.cacheMu.Unlock()
+		return err
+	})
+	if errors.Is(err, devices.ErrUnknownDevice) {
+		return reject(ReasonUnknownThing, "thing %q is not in the device registry", tp.Thing)
 	}
-	if c.tenant != tp.Tenant {
+	if err != nil {
+		return err
+	}
+	if d.Tenant != tp.Tenant {
 		return reject(ReasonTenantMismatch, "thing %q belongs to another tenant, not %q", tp.Thing, tp.Tenant)
 	}
 	return nil
@@ -255,15 +333,22 @@ type telemetryRecord struct {
 	LastSeq    uint64        `json:"last_seq"`
 	ReceivedAt time.Time     `json:"received_at"`
 	Samples    []wire.Sample `json:"samples"`
+	// ClockFix and ClockSkewMillis flag samples whose times ingest
+	// corrected from a wrong gateway clock (ClockFix; docs/clock.md).
+	ClockFix        string `json:"clock_fix,omitempty"`
+	ClockSkewMillis int64  `json:"clock_skew_ms,omitempty"`
 }
 
 func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
 	tp := m.tp
-	t, err := DecodeTelemetry(m.raw, tp.Thing, m.recv, in.cfg.limits())
+	t, fix, err := decodeTelemetry(m.raw, tp.Thing, m.recv, in.cfg.limits())
 	if err != nil {
 		return in.rejected(ctx, m, err)
 	}
-	data, err := json.Marshal(telemetryRecord{V: wire.Version, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), ReceivedAt: m.recv.UTC(), Samples: t.Samples})
+	fix.correctTelemetry(&t)
+	in.clockFixed(tp, fix)
+	data, err := json.Marshal(telemetryRecord{V: wire.Version, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), ReceivedAt: m.recv.UTC(), Samples: t.Samples,
+		ClockFix: fix.Reason, ClockSkewMillis: fix.Skew.Milliseconds()})
 	if err != nil {
 		return fmt.Errorf("encode telemetry of %s seq %d: %w", tp.Thing, t.Seq, err)
 	}
@@ -272,9 +357,10 @@ func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
 			in.log.Warn("telemetry not accepted before shutdown; not acknowledged", "thing", tp.Thing, "seq", t.Seq, "err", err)
 			return
 		}
-		in.gaps.Observe(tp.Tenant, tp.Thing, LaneTelemetry, t.Seq, t.LastSeq())
-		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), Samples: len(t.Samples), SinceReceipt: in.cfg.Now().Sub(m.recv)})
-		m.ack()
+		in.gaps.Record(func() {
+			in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), Samples: len(t.Samples), SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
+			m.ack()
+		}, observation{laneKey{tp.Tenant, tp.Thing, LaneTelemetry}, t.Seq, t.LastSeq()})
 	})
 	if err != nil {
 		if errors.Is(err, telemetry.ErrClosed) || ctx.Err() != nil {
@@ -287,15 +373,19 @@ func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
 
 func (in *Ingester) handleEvent(ctx context.Context, m message) error {
 	tp := m.tp
-	ev, err := DecodeEvent(m.raw, tp.Thing, m.recv, in.cfg.limits())
+	ev, fix, err := decodeEvent(m.raw, tp.Thing, m.recv, in.cfg.limits())
 	m.typ = ev.Type
+	if err == nil {
+		err = fix.correctEvent(&ev)
+	}
 	if err != nil {
 		return in.rejected(ctx, m, err)
 	}
+	in.clockFixed(tp, fix)
 	var outcome emitOutcome
-	err = in.retry(ctx, "emit "+ev.Type+" "+ev.ID+" of "+tp.Thing, func() error {
+	err = in.retry(ctx, "emit", "emit "+ev.Type+" "+ev.ID+" of "+tp.Thing, func() error {
 		var err error
-		outcome, err = in.emitEvent(ctx, tp.Tenant, ev, m.raw)
+		outcome, err = in.emitEvent(ctx, tp.Tenant, ev, fix, m.raw)
 		if errors.Is(err, ErrRejected) {
 			return permanent{err}
 		}
@@ -312,36 +402,40 @@ func (in *Ingester) handleEvent(ctx context.Context, m message) error {
 	} else {
 		in.cfg.Observer.Emitted(ev.Type)
 	}
-	in.gaps.Observe(tp.Tenant, tp.Thing, LaneEvents, ev.Seq, ev.Seq)
+	obs := []observation{{laneKey{tp.Tenant, tp.Thing, LaneEvents}, ev.Seq, ev.Seq}}
 	if ev.Type == wire.TypeTelemetryDropped {
 		var d struct {
 			FromSeq uint64 `json:"from_seq"`
 			ToSeq   uint64 `json:"to_seq"`
 		}
 		if json.Unmarshal(ev.Data, &d) == nil && d.FromSeq > 0 && d.ToSeq >= d.FromSeq {
-			in.gaps.Observe(tp.Tenant, tp.Thing, LaneTelemetry, d.FromSeq, d.ToSeq)
+			obs = append(obs, observation{laneKey{tp.Tenant, tp.Thing, LaneTelemetry}, d.FromSeq, d.ToSeq})
 		}
 	}
-	in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, LastSeq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv)})
-	m.ack()
+	in.gaps.Record(func() {
+		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, LastSeq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
+		m.ack()
+	}, obs...)
 	return nil
 }
 
-// rejected dead-letters a rejection of m and acknowledges m; other errors
-// are returned, m unacknowledged.
-func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
-	var rej *Rejection
-	if !errors.As(err, &rej) {
-		return err
+// rejectedSeqs returns the seqs a rejected message names, read leniently
+// from its payload ("seq", and "samples" for telemetry), when its topic's
+// tenant is verified; nothing otherwise.
+func rejectedSeqs(m message) []observation {
+	if !m.verified {
+		return nil
 	}
-	in.log.Info("message rejected", "topic", m.topic, "reason", rej.Reason, "detail", rej.Detail)
-	if err := in.retry(ctx, "dead-letter a message from "+m.topic, func() error {
-		return in.deadLetter(ctx, m, rej)
-	}); err != nil {
-		return err
+	var p struct {
+		Seq     uint64            `json:"seq"`
+		Samples []json.RawMessage `json:"samples"`
 	}
-	in.cfg.Observer.Rejected(m.kind, rej.Reason)
-	in.cfg.Observer.Acked(Ack{Kind: m.kind, Tenant: m.tp.Tenant, Thing: m.tp.Thing})
-	m.ack()
-	return nil
+	if json.Unmarshal(m.raw, &p) != nil || p.Seq == 0 {
+		return nil
+	}
+	last := p.Seq
+	if m.kind == wire.KindTelemetry && len(p.Samples) > 1 {
+		last = p.Seq + uint64(len(p.Samples)) - 1
+	}
+	return []observation{{laneKey{m.tp.Tenant, m.tp.Thing, m.kind}, p.Seq, last}}
 }

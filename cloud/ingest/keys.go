@@ -43,22 +43,36 @@ import (
 //
 // Merged by every ingest process of the group with optimistic locking: put on
 // attribute_not_exists(pk) for the first write, then on version = the version
-// read. Ingest also reads the device registry's rows there (cloud/devices:
+// read. Written before the messages it covers are acknowledged (gaps.go).
+//
+//	slot lease:   pk = "LEASE#ingest#<group>"  sk = "SLOT#<n>"   (leaseKey)
+//	              entity = "ingest_lease" (LeaseEntity), owner (S: the
+//	              process, Config.Owner), client_id (S: "<group>-<n>",
+//	              slotClientID), expires_at (N, epoch ms by the writer's
+//	              clock), updated_at (S)
+//
+// Taken with a put on attribute_not_exists(pk) OR expires_at < now OR owner
+// = me; renewed and released (expires_at 0) on owner = me (lease.go).
+//
+// Ingest also reads the device registry's rows there (cloud/devices:
 // pk = "DEVICE#<thing>", sk = "DEVICE") but never writes them.
 //
 // Dead letters table (resources.Names.DeadLettersTable; engine/deadletter
-// owns the layout and writes the rows; no TTL):
+// owns the layout, the bounds and the 14-day TTL, and writes the rows):
 //
 //	tenant letter: pk = "TENANT#<tenant>"  sk = "DL#<thing>/<kind>/<digest>#ingest"
 //	poison pill:   pk = "POISON"           sk = "<at, RFC 3339 nano>#<topic>#<digest>"
 //
 // <digest> is the first 8 bytes of the payload's sha256 in hex (letterDigest),
 // so a redelivered rejection overwrites its letter. A letter goes under the
-// tenant when the thing's registered tenant is known (letterEventID, with
-// subscription LetterSubscription), and is a poison pill otherwise
-// (poisonMessageID). Either holds error ("<reason>: <detail>"), body (the
-// payload, at most 64 KiB), message_id (the topic, or the pill's id), type
-// (the event type when known) and at.
+// tenant when the thing's registered tenant is known (letterEventID), and is
+// a poison pill otherwise (poisonMessageID); both have subscription
+// LetterSubscription. Either holds error ("<reason>: <detail>", at most
+// 1 KiB of valid UTF-8), raw (B: the payload byte for byte, whole up to the
+// 128 KB MQTT limit), raw_sha256 and raw_size, message_id (the topic, or
+// the pill's id), type (the event type when known), at and ttl. A device's
+// summary letter past its rate limit (reject.go) has <digest> replaced by
+// "rate_limited-<window start, epoch seconds>".
 const (
 	// DigestTTL is how long a device event's digest row is kept: as long as
 	// the engine remembers the idempotency key (engine.Config.DedupTTL
@@ -68,7 +82,11 @@ const (
 	// GapEntity is the entity attribute of seq-tracking rows.
 	GapEntity = "ingest_seq"
 
+	// LeaseEntity is the entity attribute of slot-lease rows.
+	LeaseEntity = "ingest_lease"
+
 	digestPKPrefix = "INGEST#"
+	leasePKPrefix  = "LEASE#ingest#"
 	gapPKPrefix    = "SEQ#"
 )
 
@@ -102,6 +120,22 @@ func gapKey(thing, lane string) map[string]types.AttributeValue {
 		"sk": &types.AttributeValueMemberS{Value: lane},
 	}
 }
+
+// LeasePK is the app-table partition key of the slot leases of an ingest
+// group; the sort key is "SLOT#<n>".
+func LeasePK(group string) string { return leasePKPrefix + group }
+
+// leaseKey is the key of slot's lease row in group.
+func leaseKey(group string, slot int) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: LeasePK(group)},
+		"sk": &types.AttributeValueMemberS{Value: "SLOT#" + strconv.Itoa(slot)},
+	}
+}
+
+// slotClientID is the MQTT client id of slot in group: "<group>-<n>", so the
+// default group's ids are bowline-ingest-0, bowline-ingest-1, ...
+func slotClientID(group string, slot int) string { return group + "-" + strconv.Itoa(slot) }
 
 // letterDigest names a rejected payload in its dead letter: the first 8
 // bytes of its sha256, in hex.

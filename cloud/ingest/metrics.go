@@ -43,6 +43,10 @@ type Ack struct {
 	// SinceReceipt is the time since the message arrived; zero for a
 	// rejected message.
 	SinceReceipt time.Duration
+	// ClockFix and ClockSkew say how ingest corrected the gateway's
+	// clock (ClockFix); empty and zero when it did not.
+	ClockFix  string
+	ClockSkew time.Duration
 }
 
 // NopObserver observes nothing. Embed it in an Observer that needs only some
@@ -112,6 +116,8 @@ type Metrics struct {
 	putLatency prometheus.Histogram
 	retried    *prometheus.CounterVec
 	limit      prometheus.Gauge
+	clockFixes *prometheus.CounterVec
+	failures   *failureMetrics
 }
 
 var (
@@ -140,9 +146,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		putRecords: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_batch_size", Help: "Records per PutRecords call.", Buckets: []float64{1, 5, 10, 50, 100, 250, 500}}),
 		putLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_seconds", Help: "PutRecords call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		retried:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_records_retried_total", Help: "Kinesis records sent again, by error code."}, []string{"code"}),
+		clockFixes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clock_corrected_total", Help: "Messages whose times were corrected from a wrong gateway clock (sent_at), by kind and fix (ahead, unset)."}, []string{"kind", "fix"}),
 		limit:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_inflight_limit", Help: "The producer's adaptive limit on PutRecords calls in flight; it drops when Kinesis times out or throttles."}),
 	}
-	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.samples, m.ackLatency, m.puts, m.putRecords, m.putLatency, m.retried, m.limit)
+	m.failures = newFailureMetrics(reg, ns, sub)
+	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.samples, m.ackLatency, m.puts, m.putRecords, m.putLatency, m.retried, m.limit, m.clockFixes)
 	return m
 }
 
@@ -159,6 +167,9 @@ func (m *Metrics) Acked(a Ack) {
 	m.ackLatency.WithLabelValues(a.Kind).Observe(a.SinceReceipt.Seconds())
 	if a.Kind == wire.KindTelemetry {
 		m.samples.Add(float64(a.Samples))
+	}
+	if a.ClockFix != "" {
+		m.clockFixes.WithLabelValues(a.Kind, a.ClockFix).Inc()
 	}
 }
 

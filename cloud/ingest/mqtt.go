@@ -8,15 +8,15 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 )
 
-// connect starts the paho client: persistent session, automatic acks off,
-// unordered dispatch (each message is handled in its own goroutine and acked
-// when its data is durable), and the shared subscriptions made on every
-// (re)connection. It returns once the first connection is up, or when ctx
-// ends first.
-func (in *Ingester) connect(ctx context.Context) (mqtt.Client, error) {
+// connect starts the paho client as clientID: persistent session, automatic
+// acks off, unordered dispatch (each message is handled in its own goroutine
+// and acked when its data is durable), and the shared subscriptions made on
+// every (re)connection until the drain starts or the lease is lost. It
+// returns once the first connection is up, or when ctx ends first.
+func (in *Ingester) connect(ctx context.Context, clientID string) (mqtt.Client, error) {
 	o := mqtt.NewClientOptions().
 		AddBroker(in.cfg.Broker).
-		SetClientID(in.cfg.ClientID).
+		SetClientID(clientID).
 		SetCleanSession(false).
 		SetAutoAckDisabled(true).
 		SetOrderMatters(false).
@@ -37,6 +37,13 @@ func (in *Ingester) connect(ctx context.Context) (mqtt.Client, error) {
 	}
 	subscribed := make(chan error, 1)
 	o.SetOnConnectHandler(func(c mqtt.Client) {
+		in.gate.RLock()
+		stopped := in.unsubscribed || (in.lease != nil && !in.lease.held())
+		in.gate.RUnlock()
+		if stopped {
+			in.log.Warn("mqtt reconnected after the drain started or the lease ended; not subscribing", "client_id", clientID)
+			return
+		}
 		filters := make(map[string]byte)
 		for _, f := range Filters(in.cfg.Group) {
 			filters[f] = 1
@@ -52,7 +59,7 @@ func (in *Ingester) connect(ctx context.Context) (mqtt.Client, error) {
 				in.log.Error("mqtt subscribe failed", "filters", Filters(in.cfg.Group), "err", err)
 			} else {
 				in.readyOnce.Do(func() { close(in.ready) })
-				in.log.Info("mqtt subscribed", "broker", in.cfg.Broker, "client_id", in.cfg.ClientID, "filters", Filters(in.cfg.Group))
+				in.log.Info("mqtt subscribed", "broker", in.cfg.Broker, "client_id", clientID, "filters", Filters(in.cfg.Group))
 			}
 			select {
 			case subscribed <- err:

@@ -66,71 +66,87 @@ func decodeStrict(raw []byte, v any) error {
 }
 
 // DecodeTelemetry decodes and validates a telemetry payload published by
-// topicThing, received at now.
+// topicThing, received at now. It returns the times as the gateway sent
+// them; a message whose sent_at shows a wrong gateway clock is judged by
+// that clock (see ClockFix), and ingest corrects it afterwards.
 func DecodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (wire.TelemetryMessage, error) {
+	t, _, err := decodeTelemetry(raw, topicThing, now, lim)
+	return t, err
+}
+
+func decodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (wire.TelemetryMessage, ClockFix, error) {
 	if err := checkEnvelope(raw, topicThing, lim); err != nil {
-		return wire.TelemetryMessage{}, err
+		return wire.TelemetryMessage{}, ClockFix{}, err
 	}
 	var t wire.TelemetryMessage
 	if err := decodeStrict(raw, &t); err != nil {
-		return wire.TelemetryMessage{}, err
+		return wire.TelemetryMessage{}, ClockFix{}, err
 	}
 	switch {
 	case t.Seq == 0:
-		return wire.TelemetryMessage{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
+		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
 	case len(t.Samples) == 0:
-		return wire.TelemetryMessage{}, reject(ReasonInvalid, "no samples")
+		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "no samples")
 	case len(t.Samples) > lim.MaxSamples:
-		return wire.TelemetryMessage{}, reject(ReasonInvalid, "%d samples exceed %d", len(t.Samples), lim.MaxSamples)
+		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "%d samples exceed %d", len(t.Samples), lim.MaxSamples)
 	case t.Seq > math.MaxUint64-uint64(len(t.Samples)):
-		return wire.TelemetryMessage{}, reject(ReasonInvalid, "seq %d overflows with %d samples", t.Seq, len(t.Samples))
+		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "seq %d overflows with %d samples", t.Seq, len(t.Samples))
 	}
-	limit := now.Add(lim.MaxFutureSkew)
+	fix := clockFix(t.SentAt, now, lim)
+	gwNow := now.Add(fix.Skew) // the receipt on the gateway's clock
+	limit := gwNow.Add(lim.MaxFutureSkew)
 	for i, s := range t.Samples {
 		switch {
 		case s.T.IsZero():
-			return wire.TelemetryMessage{}, reject(ReasonInvalid, "sample %d: no time", i)
+			return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "sample %d: no time", i)
 		case s.T.After(limit):
-			return wire.TelemetryMessage{}, reject(ReasonFutureTimestamp, "sample %d at %s is more than %s after receipt at %s", i, s.T.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
+			return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonFutureTimestamp, "sample %d at %s is more than %s after receipt at %s%s", i, s.T.Format(time.RFC3339Nano), lim.MaxFutureSkew, gwNow.Format(time.RFC3339Nano), fix.clause())
 		case !kindPattern.MatchString(s.Kind):
-			return wire.TelemetryMessage{}, reject(ReasonInvalid, "sample %d: kind %q is not a lowercase identifier", i, s.Kind)
+			return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "sample %d: kind %q is not a lowercase identifier", i, s.Kind)
 		}
 	}
-	return t, nil
+	return t, fix, nil
 }
 
 // DecodeEvent decodes and validates an event payload published by
 // topicThing, received at now: envelope, type (one a device may send) and
 // the type's data schema.
 func DecodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (wire.EventMessage, error) {
+	e, _, err := decodeEvent(raw, topicThing, now, lim)
+	return e, err
+}
+
+func decodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (wire.EventMessage, ClockFix, error) {
 	if err := checkEnvelope(raw, topicThing, lim); err != nil {
-		return wire.EventMessage{}, err
+		return wire.EventMessage{}, ClockFix{}, err
 	}
 	var e wire.EventMessage
 	if err := decodeStrict(raw, &e); err != nil {
-		return wire.EventMessage{}, err
+		return wire.EventMessage{}, ClockFix{}, err
 	}
+	fix := clockFix(e.SentAt, now, lim)
+	gwNow := now.Add(fix.Skew) // the receipt on the gateway's clock
 	switch {
 	case e.Seq == 0:
-		return wire.EventMessage{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
 	case !wire.ValidName(e.ID):
-		return wire.EventMessage{}, reject(ReasonInvalid, "%v", wire.CheckName("event id", e.ID))
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonInvalid, "%v", wire.CheckName("event id", e.ID))
 	case e.At.IsZero():
-		return wire.EventMessage{}, reject(ReasonInvalid, "event %s: no time (at)", e.ID)
-	case e.At.After(now.Add(lim.MaxFutureSkew)):
-		return wire.EventMessage{}, reject(ReasonFutureTimestamp, "event %s at %s is more than %s after receipt at %s", e.ID, e.At.Format(time.RFC3339Nano), lim.MaxFutureSkew, now.Format(time.RFC3339Nano))
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonInvalid, "event %s: no time (at)", e.ID)
+	case e.At.After(gwNow.Add(lim.MaxFutureSkew)):
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonFutureTimestamp, "event %s at %s is more than %s after receipt at %s%s", e.ID, e.At.Format(time.RFC3339Nano), lim.MaxFutureSkew, gwNow.Format(time.RFC3339Nano), fix.clause())
 	}
 	s, ok := schemas[e.Type]
 	if !ok {
-		return wire.EventMessage{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
 	}
 	data := e.Data
 	if len(data) == 0 || string(data) == "null" {
 		data = json.RawMessage(`{}`)
 	}
-	if err := s.check(data, now, lim.MaxFutureSkew); err != nil {
-		return wire.EventMessage{}, reject(ReasonInvalid, "event %s (%s): %v", e.ID, e.Type, err)
+	if err := s.check(data, gwNow, lim.MaxFutureSkew); err != nil {
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonInvalid, "event %s (%s): %v", e.ID, e.Type, err)
 	}
 	e.Data = data
-	return e, nil
+	return e, fix, nil
 }

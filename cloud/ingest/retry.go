@@ -16,8 +16,12 @@ func (p permanent) Unwrap() error { return p.error }
 
 // retry runs f until it succeeds, fails permanently, or ctx ends, backing off
 // between transient failures: a message that cannot be made durable now is
-// held (unacknowledged) rather than dropped.
-func (in *Ingester) retry(ctx context.Context, what string, f func() error) error {
+// held (unacknowledged) rather than dropped. Infrastructure failures
+// (access denied, a missing table: failureCause "unavailable") are held
+// like any transient one, never turned into rejections, and logged at
+// ERROR since they need an operator; every retry is counted under op
+// (FailureObserver.Held).
+func (in *Ingester) retry(ctx context.Context, op, what string, f func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := f()
 		var p permanent
@@ -30,7 +34,14 @@ func (in *Ingester) retry(ctx context.Context, what string, f func() error) erro
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		in.log.Warn("transient failure; retrying", "what", what, "attempt", attempt+1, "err", err)
+		cause := failureCause(err)
+		in.failures().Held(op, cause)
+		if cause == "unavailable" {
+			in.log.Error("DynamoDB refuses access or a table is missing: message held unacknowledged until an operator fixes it",
+				"what", what, "attempt", attempt+1, "err", err)
+		} else {
+			in.log.Warn("transient failure; retrying", "what", what, "attempt", attempt+1, "err", err)
+		}
 		policy := backoff.Policy{Base: 50 * time.Millisecond, Max: in.cfg.RetryMax, Jitter: 1}
 		if policy.Wait(ctx, attempt) != nil {
 			return fmt.Errorf("%s: %w", what, err)

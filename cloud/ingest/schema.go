@@ -3,12 +3,14 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // fieldKind is the JSON shape a data field must have.
@@ -18,10 +20,12 @@ const (
 	number    fieldKind = iota // any finite number
 	nonNeg                     // a number >= 0
 	counter                    // a whole number >= 0
-	text                       // a string, possibly empty
+	text                       // free text, possibly empty: wire.CheckText, wire.MaxDetailLen
 	nonEmpty                   // a non-empty string
 	timestamp                  // an RFC 3339 time, not in the future
-	code                       // a non-empty string or a whole number >= 0
+	code                       // an ident or a whole number >= 0
+	ident                      // an identifier: wire.CheckIdent, wire.MaxCodeLen
+	petTag                     // "" or a tag: wire.CheckTag, wire.MaxPetTagLen
 )
 
 type field struct {
@@ -38,14 +42,17 @@ type schema []field
 // docs/contract.md ("Event catalog") but bowl.data_gap, which the cloud
 // raises.
 var schemas = map[string]schema{
-	catalog.TypeMealFinished: {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", text, false}},
+	catalog.TypeMealFinished: {{"grams_eaten", nonNeg, false}, {"duration_s", nonNeg, false}, {"started_at", timestamp, false}, {"pet_tag", petTag, false}},
 	catalog.TypeRefilled:     {{"grams_added", nonNeg, false}, {"level_g", number, false}},
 	catalog.TypeFoodLow:      {{"level_g", number, false}, {"threshold_g", number, false}},
 	catalog.TypeEmpty:        {{"level_g", number, true}},
 	// The edge agent sends the firmware's numeric fault code (frame.FaultCode);
 	// a named code is accepted too.
-	catalog.TypeDeviceFault:      {{"code", code, false}, {"detail", text, false}},
-	catalog.TypeTelemetryDropped: {{"from_seq", counter, false}, {"to_seq", counter, false}, {"count", counter, false}, {"from", timestamp, true}, {"to", timestamp, true}, {"reason", nonEmpty, false}},
+	catalog.TypeDeviceFault: {{"code", code, false}, {"detail", text, false}},
+	// The MCU's boot epochs and the counter's last seq of the old epoch and
+	// first of the new (edge/agent; firmware-bridge/PROTOCOL.md).
+	catalog.TypeCounterReset:     {{"old_epoch", counter, false}, {"new_epoch", counter, false}, {"last_seq", counter, false}, {"first_seq", counter, false}},
+	catalog.TypeTelemetryDropped: {{"from_seq", counter, false}, {"to_seq", counter, false}, {"count", counter, false}, {"from", timestamp, true}, {"to", timestamp, true}, {"reason", ident, false}},
 }
 
 // checkCatalog verifies that every type ingest emits is declared in the
@@ -100,7 +107,7 @@ func (f field) check(v json.RawMessage, now time.Time, skew time.Duration) error
 	case code:
 		var s string
 		if json.Unmarshal(v, &s) == nil {
-			return field{f.name, nonEmpty, f.optional}.check(v, now, skew)
+			return field{f.name, ident, f.optional}.check(v, now, skew)
 		}
 		if err := (field{f.name, counter, f.optional}).check(v, now, skew); err != nil {
 			return fmt.Errorf("%s is neither a non-empty string nor a whole number >= 0", v)
@@ -119,10 +126,20 @@ func (f field) check(v json.RawMessage, now time.Time, skew time.Duration) error
 		if f.kind == counter && (n != math.Trunc(n) || n > 1<<53) {
 			return fmt.Errorf("%s is not a whole number", v)
 		}
-	case text, nonEmpty, timestamp:
+	case text, nonEmpty, timestamp, ident, petTag:
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("%s is not a string", v)
+		}
+		// The bounds of docs/contract.md ("Field bounds"): nothing longer
+		// reaches a DynamoDB key or an SQS body.
+		switch f.kind {
+		case text:
+			return bound(wire.CheckText(f.name, s, wire.MaxDetailLen))
+		case ident:
+			return bound(wire.CheckIdent(f.name, s, wire.MaxCodeLen, false))
+		case petTag:
+			return bound(wire.CheckTag(f.name, s))
 		}
 		if f.kind == nonEmpty && s == "" {
 			return fmt.Errorf("is empty")
@@ -138,4 +155,14 @@ func (f field) check(v json.RawMessage, now time.Time, skew time.Duration) error
 		}
 	}
 	return nil
+}
+
+// bound drops the field name from a *wire.FieldError: the caller's
+// "data.<field>: " prefix names it.
+func bound(err error) error {
+	var fe *wire.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s (%s)", fe.Problem, fe.Rule)
+	}
+	return err
 }

@@ -3,7 +3,9 @@ package ingest
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -61,7 +63,13 @@ func pemOrFile(what, v string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(v)
 	if err != nil {
-		return nil, fmt.Errorf("mqtt tls: %s: %w", what, err)
+		// Not PEM, so a path, or a secret without its armour: the error
+		// never repeats the value (a key must not reach a log).
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("mqtt tls: %s: not PEM text (no -----BEGIN line) and not a readable file (%d bytes given, not shown): %w", what, len(v), err)
 	}
 	return b, nil
 }

@@ -2,6 +2,11 @@ package subscribers
 
 import (
 	"context"
+	"encoding/json"
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 
@@ -24,13 +29,79 @@ func (s *Set) notifyOwner(subscription string) engine.Handler {
 	}
 }
 
-// notifySupport tells support about a device fault.
+// notifySupport tells support about a device fault. Every value of the
+// payload is device-controlled, so it is bounded and escaped first
+// (supportText).
 func (s *Set) notifySupport(ctx context.Context, env engine.Envelope) error {
 	data := map[string]any{"tenant": env.Tenant, "actor": env.Actor}
 	for k, v := range env.Payload {
-		data[k] = v
+		data[k] = supportValue(k, v, data)
 	}
 	return classify(s.cfg.Notify.Send(ctx, adapters.Key(env.ID, catalog.SubNotifySupport), adapters.Notification{
 		Tenant: env.Tenant, To: s.cfg.SupportAddress, Channel: "email", Template: env.Type, Data: data,
 	}))
+}
+
+// MaxSupportText bounds each device-supplied text in a support email, in
+// characters; a longer one is cut and marked (docs/security.md).
+const MaxSupportText = 1000
+
+// truncatedMark ends a cut text.
+const truncatedMark = " [truncated]"
+
+// supportValue returns v fit for a support email: numbers and booleans as
+// they are, anything else as bounded, escaped text (supportText). A cut
+// value sets data["<k>_truncated"] and data["<k>_bytes"].
+func supportValue(k string, v any, data map[string]any) any {
+	switch x := v.(type) {
+	case nil, bool, float64, int, int64:
+		return x
+	case string:
+		text, cut := supportText(x)
+		if cut {
+			data[k+"_truncated"], data[k+"_bytes"] = true, len(x)
+		}
+		return text
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return "(unprintable)"
+		}
+		text, cut := supportText(string(b))
+		if cut {
+			data[k+"_truncated"], data[k+"_bytes"] = true, len(b)
+		}
+		return text
+	}
+}
+
+// supportText bounds s to MaxSupportText characters (marking a cut) and
+// escapes it: control characters (CR and LF included, so the text can
+// never start a mail header) become spaces, invalid UTF-8 becomes U+FFFD,
+// and the HTML metacharacters < > & ' " become entities, so the text is
+// inert in a plain-text or an HTML body and in a subject line.
+func supportText(s string) (string, bool) {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	cut := utf8.RuneCountInString(s) > MaxSupportText
+	if cut {
+		n := 0
+		for i := range s {
+			if n == MaxSupportText {
+				s = s[:i]
+				break
+			}
+			n++
+		}
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	s = html.EscapeString(s)
+	if cut {
+		s += truncatedMark
+	}
+	return s, cut
 }

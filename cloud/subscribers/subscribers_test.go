@@ -2,6 +2,7 @@ package subscribers_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -323,5 +324,41 @@ func TestEveryCloudSubscriptionIsDeclaredAndBound(t *testing.T) {
 	rc := engine.Match(c.Subscriptions, engine.BestEffort, "row.contact.modify")
 	if len(rc) != 1 || rc[0].Handler == nil {
 		t.Errorf("BEST_EFFORT subscriptions of row.contact.modify = %v; want one bound", rc)
+	}
+}
+
+// TestSupportEmailBoundsAndEscapesDeviceText: a fault's detail is
+// device-controlled and may be ~128 KB (the MQTT payload limit): the
+// support email gets at most MaxSupportText characters, marked as cut, with
+// no line break that could start a mail header and no live markup.
+func TestSupportEmailBoundsAndEscapesDeviceText(t *testing.T) {
+	f := newFixture(t, nil)
+	evil := "jam\r\nBcc: everyone@example.org\r\n\r\n<script>alert(1)</script>" + strings.Repeat("x", 128<<10)
+	fault := f.envelope("bowl.device_fault", map[string]any{"code": "E1\nSubject: hi", "detail": evil})
+	if err := f.run(catalog.SubNotifySupport, fault); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.fakes.Notify.Calls()
+	if len(calls) == 0 {
+		t.Fatal("no notification sent")
+	}
+	var n struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(calls[len(calls)-1].Body, &n); err != nil {
+		t.Fatalf("notification body %.200s: %v", calls[len(calls)-1].Body, err)
+	}
+	detail, _ := n.Data["detail"].(string)
+	code, _ := n.Data["code"].(string)
+	if limit := subscribers.MaxSupportText + 60; len(detail) > limit || !strings.HasSuffix(detail, "[truncated]") || n.Data["detail_truncated"] != true {
+		t.Errorf("detail is %d bytes (truncated %v, ends %q); want at most %d, marked [truncated]", len(detail), n.Data["detail_truncated"], detail[max(0, len(detail)-20):], limit)
+	}
+	for _, v := range []string{detail, code} {
+		if strings.ContainsAny(v, "\r\n<>") {
+			t.Errorf("support text %.120q holds a line break or markup; want it escaped", v)
+		}
+	}
+	if !strings.Contains(detail, "&lt;script&gt;") {
+		t.Errorf("detail %.120q; want the markup kept as escaped text", detail)
 	}
 }

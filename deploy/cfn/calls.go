@@ -34,6 +34,8 @@ var BowlineParts = map[string]PartRoles{
 	"redrive":              {Roles: []string{"OperatorRole"}},
 	"dead-letters":         {Roles: []string{"OperatorRole"}},
 	"devices":              {Roles: []string{"OperatorRole"}},
+	"verify-chain":         {Roles: []string{"OperatorRole"}},
+	"anchor":               {Roles: []string{"AnchorRole"}},
 	"relay":                {Reason: "only the local relay keeps checkpoints, looks up the stream and resolves the queue URL; an EventBridge Pipe keeps its own position and is configured with ARNs"},
 	"provision":            {Reason: "in AWS, CloudFormation creates the tables and queues (bowline provision serves the local stack and development accounts)"},
 	"dev":                  {Reason: "bowline dev's status line and background chain check run only locally"},

@@ -111,3 +111,50 @@ func TestIngestPolicyPublishesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayNamespacesDoNotOverlap: a gateway's namespace is its exact
+// name followed by "/" (its own topics) or ":" (its bowls). gw-1 can never
+// act as gw-10 or as another gateway named "gw-1:x": a thing whose name
+// holds ':' cannot connect under this policy at all, and no data topic
+// deeper than five levels is open to anyone (a "*" spans levels).
+func TestGatewayNamespacesDoNotOverlap(t *testing.T) {
+	p := iotPolicy(t, "GatewayIotPolicy")
+	thing := func(name string) IoTConnection {
+		return IoTConnection{ClientID: name, ThingName: name, Attached: true, Attributes: map[string]string{"tenant": "t1"}}
+	}
+	gw1, sibling := thing("gw-1"), thing("gw-1:x")
+	for _, tc := range []struct {
+		conn   IoTConnection
+		action string
+		res    string
+		want   bool
+	}{
+		// gw-10 is another gateway: neither its topics nor its bowls'.
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-10/telemetry", false},
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-10/status", false},
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-10:x/events", false},
+		{gw1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/gw-10/feed", false},
+		{gw1, "iot:Receive", "topic/cmd/bowline/t1/gw-10/feed", false},
+		// gw-1:x is one of gw-1's bowls, with no status or commands of its own.
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-1:x/telemetry", true},
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-1:x/status", false},
+		{gw1, "iot:RetainPublish", "topic/dt/bowline/t1/gw-1:x/status", false},
+		{gw1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/gw-1:x/feed", false},
+		{gw1, "iot:Receive", "topic/cmd/bowline/t1/gw-1:x/feed", false},
+		// A "*" spans levels: nothing deeper than a data topic.
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-1:x/gw-2/telemetry", false},
+		{gw1, "iot:Publish", "topic/dt/bowline/t1/gw-1:x/../gw-2/events", false},
+		// A thing named like a bowl of gw-1 is never a gateway.
+		{sibling, "iot:Connect", "client/gw-1:x", false},
+		{thing("gw-10"), "iot:Connect", "client/gw-10", true},
+		{thing("gw-10"), "iot:Publish", "topic/dt/bowline/t1/gw-1/telemetry", false},
+	} {
+		got, err := p.Allowed(tc.conn, IoTRequest{Action: tc.action, Resource: iotARN + tc.res})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.action, tc.res, err)
+		}
+		if got != tc.want {
+			t.Errorf("thing %q: %s %s allowed = %v; want %v", tc.conn.ThingName, tc.action, tc.res, got, tc.want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ func TestResourceNamesFollowResources(t *testing.T) {
 		{"EventsQueue", "QueueName", n.EventsQueue()},
 		{"EventsDLQ", "QueueName", n.EventsDLQ()},
 		{"RecordChangesQueue", "QueueName", n.RecordChangesQueue()},
+		{"PipesDLQ", "QueueName", n.PipesDLQ()},
 		{"TelemetryStream", "Name", n.TelemetryStream()},
 	} {
 		r, ok := tpl.Resources[tc.logical]

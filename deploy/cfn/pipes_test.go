@@ -126,11 +126,52 @@ func TestPipesMatchRelay(t *testing.T) {
 		if lc["Level"] != "ERROR" || !RefersTo(lc["CloudwatchLogsLogDestination"], "PipeLogGroup") {
 			t.Errorf("pipe %s LogConfiguration = %v; want ERROR to PipeLogGroup", name, lc)
 		}
-		ds := asMap(asMap(p["SourceParameters"])["DynamoDBStreamParameters"])
-		if ds["MaximumRetryAttempts"] != -1 || ds["MaximumRecordAgeInSeconds"] != -1 {
-			t.Errorf("pipe %s may skip records: MaximumRetryAttempts %v, MaximumRecordAgeInSeconds %v; want -1, -1",
-				name, ds["MaximumRetryAttempts"], ds["MaximumRecordAgeInSeconds"])
+	}
+}
+
+// TestPipesFailLikeRelay: every Pipe fails the way `bowline relay` does
+// (relay.Failure): the same bounded retries and record age, bisecting
+// batches, and a dead-letter queue, so a record SQS refuses is dead-lettered
+// (and alarmed) instead of stalling its shard until the stream trims it
+// 24 h later. A stream source's dead-letter target must be a standard queue
+// (PipeSourceDynamoDBStreamParameters, DeadLetterConfig).
+func TestPipesFailLikeRelay(t *testing.T) {
+	tpl := stackTemplate(t)
+	want := relay.Failure
+	for _, name := range tpl.ResourceNames("AWS::Pipes::Pipe") {
+		ds := asMap(asMap(tpl.Resources[name].Properties["SourceParameters"])["DynamoDBStreamParameters"])
+		if ds["MaximumRetryAttempts"] != want.MaxRetryAttempts {
+			t.Errorf("pipe %s MaximumRetryAttempts = %v; relay %d", name, ds["MaximumRetryAttempts"], want.MaxRetryAttempts)
 		}
+		if ds["MaximumRecordAgeInSeconds"] != int(want.MaxRecordAge.Seconds()) {
+			t.Errorf("pipe %s MaximumRecordAgeInSeconds = %v; relay %d", name, ds["MaximumRecordAgeInSeconds"], int(want.MaxRecordAge.Seconds()))
+		}
+		if ds["OnPartialBatchItemFailure"] != want.OnPartialBatchItemFailure {
+			t.Errorf("pipe %s OnPartialBatchItemFailure = %v; want %s", name, ds["OnPartialBatchItemFailure"], want.OnPartialBatchItemFailure)
+		}
+		dlq := asMap(ds["DeadLetterConfig"])["Arn"]
+		if !isGetAtt(dlq, "PipesDLQ", "Arn") {
+			t.Errorf("pipe %s DeadLetterConfig.Arn = %v; want PipesDLQ.Arn", name, dlq)
+			continue
+		}
+		if fifo := prop(t, tpl, "PipesDLQ", "FifoQueue"); fifo != nil && fifo != false {
+			t.Errorf("PipesDLQ FifoQueue = %v; a stream source's dead-letter queue must be standard", fifo)
+		}
+	}
+	if want.MaxRetryAttempts < 0 || want.MaxRecordAge <= 0 {
+		t.Errorf("relay.Failure = %+v; want bounded retries and age (a Pipe with -1 stalls its shard for 24 h)", want)
+	}
+	alarmed := false
+	for _, a := range tpl.ResourceNames("AWS::CloudWatch::Alarm") {
+		dims, _ := tpl.Resources[a].Properties["Dimensions"].([]any)
+		for _, d := range dims {
+			if isGetAtt(asMap(d)["Value"], "PipesDLQ", "QueueName") {
+				alarmed = true
+			}
+		}
+	}
+	if !alarmed {
+		t.Error("no alarm watches PipesDLQ")
 	}
 }
 

@@ -21,7 +21,7 @@ func prop(t *testing.T, tpl *Template, logical string, path ...string) any {
 }
 
 // TestTablesAsDesigned: keys, streams, TTL, point-in-time recovery and
-// deletion protection of the four tables (docs/contract.md, "Tables").
+// deletion protection of the five tables (docs/contract.md, "Tables").
 func TestTablesAsDesigned(t *testing.T) {
 	tpl := stackTemplate(t)
 	for _, tc := range []struct {
@@ -32,8 +32,9 @@ func TestTablesAsDesigned(t *testing.T) {
 	}{
 		{"EventsTable", []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}}, "NEW_AND_OLD_IMAGES", nil},
 		{"InboxTable", []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}}, nil, "ttl"},
-		{"DeadLettersTable", []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}}, nil, nil},
+		{"DeadLettersTable", []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}}, nil, "ttl"},
 		{"AppTable", []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}}, "NEW_AND_OLD_IMAGES", nil},
+		{"AnchorsTable", []any{map[string]any{"AttributeName": "pk", "KeyType": "HASH"}, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"}}, nil, nil},
 	} {
 		if got := prop(t, tpl, tc.logical, "KeySchema"); !reflect.DeepEqual(got, tc.keys) {
 			t.Errorf("%s KeySchema = %v; want %v", tc.logical, got, tc.keys)

@@ -101,6 +101,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.Outbox.Logger = cfg.Logger.With("part", "outbox")
 	cfg.Forward.Logger = cfg.Logger.With("part", "forward")
+	if cfg.Forward.Now == nil {
+		cfg.Forward.Now = cfg.Clock // sent_at on the records' clock
+	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, reg: prometheus.NewRegistry(), started: time.Now()}
 	// Validate the forwarder before touching the disk.
 	if err := cfg.Forward.Validate(); err != nil {

@@ -5,10 +5,12 @@
 // # Delivery
 //
 // For each batch the bridge delivers, the sink skips records already
-// stored (per device, by 32-bit serial comparison with the last stored
-// Seq), turns weight batches into telemetry samples, feeds weights and tag
+// stored (per device and boot epoch, by 32-bit serial comparison with the
+// last stored Seq; a record of a new epoch is a reset counter, kept and
+// reported as bowl.counter_reset, docs/clock.md), turns weight batches into
+// telemetry samples, feeds weights and tag
 // reads to the device's detector, and appends samples, detected events and
-// the new per-device state (last Seq, detector snapshot) in one outbox
+// the new per-device state (last epoch and Seq, detector snapshot) in one outbox
 // transaction. Only when that commit is on disk does Deliver return nil and
 // the bridge acknowledge the MCU. A failed append rolls the in-memory state
 // back, so a retry produces the same records and event ids.

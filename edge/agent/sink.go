@@ -28,13 +28,14 @@ var _ Appender = (*outbox.Outbox)(nil)
 
 // Sample kinds written to the telemetry lane.
 const (
-	KindWeight      = "weight_g"
-	KindTemperature = "temperature_c"
-	KindBattery     = "battery_pct"
-	KindBatteryMV   = "battery_mv"
-	KindLid         = "lid_open"
-	KindTagRSSI     = "tag_rssi"
-	TypeDeviceFault = wire.TypeDeviceFault
+	KindWeight       = "weight_g"
+	KindTemperature  = "temperature_c"
+	KindBattery      = "battery_pct"
+	KindBatteryMV    = "battery_mv"
+	KindLid          = "lid_open"
+	KindTagRSSI      = "tag_rssi"
+	TypeDeviceFault  = wire.TypeDeviceFault
+	TypeCounterReset = wire.TypeCounterReset
 )
 
 // Sink is the bridge.Sink that makes records durable in the outbox.
@@ -53,6 +54,7 @@ type device struct {
 	mu      sync.Mutex // Deliver is never concurrent per device, but be safe
 	thing   string
 	hasLast bool
+	epoch   uint32 // boot epoch of last (0: a firmware without epochs)
 	last    uint32
 	det     *detect.Detector
 	seen    time.Time
@@ -87,8 +89,8 @@ func (s *Sink) device(dev string) (*device, error) {
 	d.det = det
 	if v, err := s.out.State(lastKey(dev)); err != nil {
 		return nil, fmt.Errorf("load last seq of %s: %w", dev, err)
-	} else if len(v) == 4 {
-		d.hasLast, d.last = true, binary.BigEndian.Uint32(v)
+	} else {
+		d.hasLast, d.epoch, d.last = decodeLast(v)
 	}
 	if v, err := s.out.State(detectKey(dev)); err != nil {
 		return nil, fmt.Errorf("load detector state of %s: %w", dev, err)
@@ -138,28 +140,84 @@ func (s *Sink) deliverDevice(ctx context.Context, dev string, recs []bridge.Reco
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	det := d.det.Clone()
-	hasLast, last := d.hasLast, d.last
+	hasLast, epoch, last := d.hasLast, d.epoch, d.last
 	var entries []outbox.Entry
 	for _, r := range recs {
-		if hasLast && int32(r.Seq-last) <= 0 {
-			continue // stored before a restart; the MCU sent it again
+		if hasLast {
+			if !sameCounter(epoch, last, r) {
+				entries = append(entries, counterReset(d.thing, epoch, last, r))
+			} else if int32(r.Seq-last) <= 0 {
+				continue // stored before a restart; the MCU sent it again
+			}
 		}
-		hasLast, last = true, r.Seq
+		hasLast, epoch, last = true, r.Epoch, r.Seq
 		entries = s.convert(entries, d.thing, det, r)
 	}
-	if !hasLast || (d.hasLast && last == d.last) {
+	if !hasLast || (d.hasLast && last == d.last && epoch == d.epoch) {
 		return nil // only duplicates
 	}
 	snap, err := det.Snapshot()
 	if err != nil {
 		return fmt.Errorf("device %s: snapshot detector: %w", dev, err)
 	}
-	state := map[string][]byte{lastKey(dev): binary.BigEndian.AppendUint32(nil, last), detectKey(dev): snap}
+	state := map[string][]byte{lastKey(dev): encodeLast(epoch, last), detectKey(dev): snap}
 	if err := s.out.Append(ctx, entries, state); err != nil {
 		return fmt.Errorf("device %s: append %d records: %w", dev, len(entries), err)
 	}
-	d.det, d.hasLast, d.last, d.seen = det, true, last, time.Now()
+	d.det, d.hasLast, d.epoch, d.last, d.seen = det, true, epoch, last, time.Now()
 	return nil
+}
+
+// encodeLast is the stored dedup watermark: the seq alone (4 bytes, as
+// before boot epochs) for epoch 0, else epoch and seq (8 bytes).
+func encodeLast(epoch, seq uint32) []byte {
+	if epoch == 0 {
+		return binary.BigEndian.AppendUint32(nil, seq)
+	}
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, epoch), seq)
+}
+
+func decodeLast(v []byte) (ok bool, epoch, seq uint32) {
+	switch len(v) {
+	case 4:
+		return true, 0, binary.BigEndian.Uint32(v)
+	case 8:
+		return true, binary.BigEndian.Uint32(v), binary.BigEndian.Uint32(v[4:])
+	}
+	return false, 0, 0
+}
+
+// sameCounter reports whether r continues the counter whose last stored
+// seq is last in epoch. The same epoch does. Another epoch is a reset (a
+// new board or a flash erase started the counter again), except a change
+// to or from epoch 0 whose seq moved forward: that is a firmware update
+// that adopted (or dropped) boot epochs and kept its counter in flash.
+// A rebooted MCU always resumes above the seqs it sent (PROTOCOL.md), so
+// a seq that went back under a new epoch cannot be a retransmission.
+func sameCounter(epoch, last uint32, r bridge.Record) bool {
+	if r.Epoch == epoch {
+		return true
+	}
+	return (epoch == 0 || r.Epoch == 0) && int32(r.Seq-last) > 0
+}
+
+// counterReset is the bowl.counter_reset event raised before the first
+// record of a new counter.
+func counterReset(thing string, oldEpoch, lastSeq uint32, r bridge.Record) outbox.Entry {
+	data, _ := json.Marshal(map[string]uint32{"old_epoch": oldEpoch, "new_epoch": r.Epoch, "last_seq": lastSeq, "first_seq": r.Seq}) // numbers only: cannot fail
+	return outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeCounterReset,
+		ID: fmt.Sprintf("counter_reset-%08x-%d", r.Epoch, r.Seq), Data: data}
+}
+
+// epochID makes an event id derived from seqs unique across counters: ids
+// of a record with a boot epoch carry it ("meal-17.0-e9abc0def"), so the
+// meals of a reset counter do not collide with the old counter's in the
+// cloud's dedup by (thing, id). Epoch 0 keeps the ids of before.
+func epochID(id string, epoch uint32) string {
+	if epoch == 0 {
+		return id
+	}
+	return fmt.Sprintf("%s-e%08x", id, epoch)
 }
 
 func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detector, r bridge.Record) []outbox.Entry {
@@ -169,7 +227,7 @@ func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detecto
 	events := func(evs []detect.Event) {
 		for _, e := range evs {
 			data, _ := json.Marshal(e.Data)
-			entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: e.At, Type: e.Type, ID: e.ID, Data: data})
+			entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: e.At, Type: e.Type, ID: epochID(e.ID, r.Epoch), Data: data})
 		}
 	}
 	switch b := r.Body.(type) {
@@ -193,7 +251,7 @@ func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detecto
 		tel(r.At, KindLid, float64(b.State))
 	case frame.Fault:
 		data, _ := json.Marshal(map[string]any{"code": int(b.Code), "detail": b.Detail})
-		entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeDeviceFault, ID: "fault-" + strconv.FormatUint(uint64(r.Seq), 10), Data: data})
+		entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeDeviceFault, ID: epochID("fault-"+strconv.FormatUint(uint64(r.Seq), 10), r.Epoch), Data: data})
 	}
 	return entries
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -79,6 +81,16 @@ type File struct {
 	Inputs     []string          `json:"inputs"`
 	Things     map[string]string `json:"things"`
 	StatusAddr string            `json:"status_addr"`
+	// Insecure holds the explicit opt-ins to what a production gateway must
+	// not do (docs/security.md). Both default to false.
+	Insecure struct {
+		// PlainBroker allows a tcp:// broker that is not on loopback
+		// (no TLS: readings and the client id travel in clear text).
+		PlainBroker bool `json:"plain_broker"`
+		// OpenStatus allows a status_addr that is not loopback (the
+		// status endpoint has no authentication).
+		OpenStatus bool `json:"open_status"`
+	} `json:"insecure"`
 }
 
 // Load reads path (strict: unknown fields are errors that name the field).
@@ -155,12 +167,14 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.StringVar(&f.Outbox.Path, "outbox", f.Outbox.Path, "bbolt outbox file (default /var/lib/bowline-edge/outbox.db)")
 	fs.Int64Var(&f.Outbox.MaxBytes, "outbox-max-bytes", f.Outbox.MaxBytes, "disk cap of the stored records in bytes (default 268435456)")
 	fs.Int64Var(&f.Outbox.EventReserve, "outbox-event-reserve", f.Outbox.EventReserve, "bytes of the cap telemetry may not use, kept for events (default max/10)")
-	fs.Var(durFlag{&f.Outbox.TelemetryTTL}, "outbox-telemetry-ttl", "drop (and report) telemetry older than this (default 168h)")
-	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events older than this (default 0: never)")
+	fs.Var(durFlag{&f.Outbox.TelemetryTTL}, "outbox-telemetry-ttl", "drop (and report) telemetry that waited in the outbox longer than this, measured on a monotonic clock, never by wall time (default 168h)")
+	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events that waited in the outbox longer than this (default 0: never)")
 	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
 	fs.Float64Var(&f.Detect.EmptyG, "detect-empty-g", f.Detect.EmptyG, "food level for bowl.empty in grams (default 5)")
 	fs.Var(inputsFlag{f}, "input", "bowl link, repeatable: serial:/dev/ttyUSB0[@115200] (UART or pty), unix:/run/bowl.sock (dial), listen:/run/bowls.sock (accept many)")
-	fs.StringVar(&f.StatusAddr, "status-addr", f.StatusAddr, `loopback status endpoint (/healthz, /status, /metrics); "off" disables (default 127.0.0.1:9110)`)
+	fs.StringVar(&f.StatusAddr, "status-addr", f.StatusAddr, `loopback status endpoint (/healthz, /status, /metrics; no authentication); "off" disables (default 127.0.0.1:9110)`)
+	fs.BoolVar(&f.Insecure.PlainBroker, "insecure-plain-broker", f.Insecure.PlainBroker, "allow a tcp:// (no TLS) broker that is not on loopback; for labs only")
+	fs.BoolVar(&f.Insecure.OpenStatus, "insecure-open-status", f.Insecure.OpenStatus, "allow a --status-addr that is not loopback (the endpoint has no authentication); for labs only")
 }
 
 // DefaultOutboxPath is where the outbox lives when not configured.
@@ -183,11 +197,38 @@ func (f File) Agent() (agent.Config, error) {
 	if f.Gateway == "" {
 		return bad("gateway", "must be set")
 	}
-	if err := wire.CheckName("gateway", f.Gateway); err != nil {
+	if err := wire.CheckGatewayName("gateway", f.Gateway); err != nil {
 		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if f.Broker == "" {
 		return bad("broker", "must be set")
+	}
+	if host, plain := plainBrokerHost(f.Broker); plain && !isLoopback(host) && !f.Insecure.PlainBroker {
+		return bad("broker", "%q is plain tcp (no TLS) to a host that is not loopback; use ssl:// or set insecure.plain_broker (--insecure-plain-broker)", f.Broker)
+	}
+	if a := f.StatusAddr; a != "" && a != "off" && !f.Insecure.OpenStatus {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			return bad("status_addr", "%q: want host:port (loopback) or \"off\": %v", a, err)
+		}
+		if !isLoopback(host) {
+			return bad("status_addr", "%q is not loopback and the status endpoint has no authentication; use 127.0.0.1:<port> or set insecure.open_status (--insecure-open-status)", a)
+		}
+	}
+	for _, n := range []struct {
+		field string
+		v     float64
+	}{
+		{"mqtt.in_flight", float64(f.MQTT.InFlight)}, {"mqtt.rate", f.MQTT.Rate}, {"mqtt.max_payload", float64(f.MQTT.MaxPayload)},
+		{"mqtt.max_batch_samples", float64(f.MQTT.MaxBatchSamples)}, {"mqtt.keepalive", float64(f.MQTT.KeepAlive)},
+		{"mqtt.connect_timeout", float64(f.MQTT.ConnectTimeout)}, {"mqtt.backoff_min", float64(f.MQTT.BackoffMin)},
+		{"mqtt.backoff_max", float64(f.MQTT.BackoffMax)}, {"outbox.max_bytes", float64(f.Outbox.MaxBytes)},
+		{"outbox.event_reserve", float64(f.Outbox.EventReserve)}, {"outbox.telemetry_ttl", float64(f.Outbox.TelemetryTTL)},
+		{"outbox.event_ttl", float64(f.Outbox.EventTTL)},
+	} {
+		if n.v < 0 {
+			return bad(n.field, "must not be negative (0 takes the default)")
+		}
 	}
 	var c agent.Config
 	for _, s := range f.Inputs {
@@ -238,6 +279,26 @@ func (f File) Agent() (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return c, nil
+}
+
+// plainBrokerHost returns the host of a tcp:// broker URL; plain is false
+// for every other scheme.
+func plainBrokerHost(broker string) (host string, plain bool) {
+	u, err := url.Parse(broker)
+	if err != nil || u.Scheme != "tcp" {
+		return "", false
+	}
+	return u.Hostname(), true
+}
+
+// isLoopback reports whether host is localhost or a loopback address; an
+// empty host (":9110", every interface) is not.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (f File) tlsConfig() (*tls.Config, error) {

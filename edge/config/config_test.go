@@ -94,3 +94,54 @@ func TestNamesIngestWouldRefuse(t *testing.T) {
 		}
 	}
 }
+
+// TestInsecureSettingsNeedAnExplicitOptIn: a status endpoint off loopback
+// (it has no authentication), a plain tcp:// broker off loopback and
+// negative numbers are refused at load, naming the field; the insecure
+// opt-ins allow the first two, and loopback tcp:// (the dev stack, the
+// tests) needs none.
+func TestInsecureSettingsNeedAnExplicitOptIn(t *testing.T) {
+	base := func() File {
+		f := File{Tenant: "t1", Gateway: "gw-1", Broker: "tcp://127.0.0.1:1883", Inputs: []string{"unix:/x"}}
+		f.Outbox.Path = "/tmp/x.db"
+		return f
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*File)
+		field string // "" means accepted
+	}{
+		{"status on every interface", func(f *File) { f.StatusAddr = "0.0.0.0:9110" }, "status_addr"},
+		{"status on all interfaces, no host", func(f *File) { f.StatusAddr = ":9110" }, "status_addr"},
+		{"status on a LAN address", func(f *File) { f.StatusAddr = "192.168.1.10:9110" }, "status_addr"},
+		{"status on loopback", func(f *File) { f.StatusAddr = "127.0.0.1:9110" }, ""},
+		{"status on ::1", func(f *File) { f.StatusAddr = "[::1]:9110" }, ""},
+		{"status off", func(f *File) { f.StatusAddr = "off" }, ""},
+		{"status open with the opt-in", func(f *File) { f.StatusAddr = "0.0.0.0:9110"; f.Insecure.OpenStatus = true }, ""},
+		{"plain broker off loopback", func(f *File) { f.Broker = "tcp://broker.example.org:1883" }, "broker"},
+		{"plain broker with the opt-in", func(f *File) { f.Broker = "tcp://broker.example.org:1883"; f.Insecure.PlainBroker = true }, ""},
+		{"plain broker on localhost", func(f *File) { f.Broker = "tcp://localhost:1883" }, ""},
+		{"negative max_batch_samples", func(f *File) { f.MQTT.MaxBatchSamples = -1 }, "mqtt.max_batch_samples"},
+		{"negative max_payload", func(f *File) { f.MQTT.MaxPayload = -5 }, "mqtt.max_payload"},
+		{"negative telemetry_ttl", func(f *File) { f.Outbox.TelemetryTTL = Duration(-time.Hour) }, "outbox.telemetry_ttl"},
+		{"gateway name holding the bowl separator", func(f *File) { f.Gateway = "gw-1:x" }, "gateway"},
+	} {
+		f := base()
+		tc.edit(&f)
+		_, err := f.Agent()
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: Agent() = %v; want accepted", tc.name, err)
+		case tc.field != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field)):
+			t.Errorf("%s: Agent() = %v; want ErrInvalid naming %s", tc.name, err, tc.field)
+		}
+	}
+	// The opt-ins are config keys, strict like every other.
+	path := filepath.Join(t.TempDir(), "edge.json")
+	if err := os.WriteFile(path, []byte(`{"insecure":{"open_status":true,"plain_broker":true}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Load(path); err != nil || !f.Insecure.OpenStatus || !f.Insecure.PlainBroker {
+		t.Errorf("Load(insecure opt-ins) = %+v, %v; want both set", f.Insecure, err)
+	}
+}

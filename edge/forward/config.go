@@ -45,6 +45,11 @@ type Config struct {
 	BackoffMax time.Duration
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// Now is the gateway's wall clock, stamped on every message as sent_at
+	// so the cloud can see and correct a wrong clock (docs/clock.md). It
+	// must be the clock the outbox records were stamped with. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 func (c *Config) setDefaults() {
@@ -77,6 +82,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 

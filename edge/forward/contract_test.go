@@ -56,7 +56,7 @@ func TestGoldenMessagesEncode(t *testing.T) {
 					cost += sampleCost(r)
 				}
 				topic = cfg.topic(tm.Thing, wire.KindTelemetry)
-				payload, err = encodeTelemetry(b)
+				payload, err = encodeTelemetry(b, tm.SentAt.In(gatewayZone))
 				if len(payload) > cost {
 					t.Errorf("payload of %d bytes; the batch size estimate was %d (it must be an upper bound, or MaxPayload can be exceeded)", len(payload), cost)
 				}
@@ -68,7 +68,7 @@ func TestGoldenMessagesEncode(t *testing.T) {
 				}
 				r := outbox.Record{Entry: outbox.Entry{Lane: outbox.Events, Thing: e.Thing, At: e.At.In(gatewayZone), Type: e.Type, ID: e.ID, Data: data}, Seq: e.Seq}
 				topic = cfg.topic(e.Thing, wire.KindEvents)
-				payload, err = encodeEvent(r)
+				payload, err = encodeEvent(r, e.SentAt.In(gatewayZone))
 			}
 			if err != nil {
 				t.Fatal(err)

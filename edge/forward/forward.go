@@ -247,7 +247,7 @@ func (p *pump) round() (int, error) {
 			return n, p.srcErr(fmt.Errorf("read events of %s: %w", thing, err))
 		}
 		for _, r := range recs {
-			payload, err := encodeEvent(r)
+			payload, err := encodeEvent(r, p.f.cfg.Now())
 			if err != nil {
 				return n, &sourceError{err}
 			}
@@ -279,7 +279,7 @@ func (p *pump) round() (int, error) {
 		if !ok {
 			continue
 		}
-		payload, err := encodeTelemetry(bt)
+		payload, err := encodeTelemetry(bt, p.f.cfg.Now())
 		if err != nil {
 			return n, &sourceError{err}
 		}

@@ -161,11 +161,12 @@ func TestPayloadsAreExactlyAsDesigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startBroker(t, nil)
-	runForwarder(t, Config{Broker: b.URL}, o)
+	sentAt := time.Date(2026, 11, 1, 8, 0, 5, 0, time.FixedZone("gateway", 3600))
+	runForwarder(t, Config{Broker: b.URL, Now: func() time.Time { return sentAt }}, o)
 	msgs := dataMessages(b.waitFor(t, 30*time.Second, "2 messages", func(m []mqttbroker.Message) bool { return len(dataMessages(m)) >= 2 }))
 	want := []struct{ topic, payload string }{
-		{"dt/bowline/t1/bowl-1/events", `{"v":1,"thing":"bowl-1","seq":1,"id":"meal-17","type":"bowl.meal_finished","at":"2026-11-01T08:00:00Z","data":{"grams_eaten":42.5}}`},
-		{"dt/bowline/t1/bowl-1/telemetry", `{"v":1,"thing":"bowl-1","seq":1,"samples":[{"t":"2026-11-01T08:00:00.123456789Z","kind":"weight_g","value":412.5},{"t":"2026-11-01T08:00:01Z","kind":"weight_g","value":410}]}`},
+		{"dt/bowline/t1/bowl-1/events", `{"v":1,"thing":"bowl-1","seq":1,"id":"meal-17","type":"bowl.meal_finished","at":"2026-11-01T08:00:00Z","data":{"grams_eaten":42.5},"sent_at":"2026-11-01T07:00:05Z"}`},
+		{"dt/bowline/t1/bowl-1/telemetry", `{"v":1,"thing":"bowl-1","seq":1,"samples":[{"t":"2026-11-01T08:00:00.123456789Z","kind":"weight_g","value":412.5},{"t":"2026-11-01T08:00:01Z","kind":"weight_g","value":410}],"sent_at":"2026-11-01T07:00:05Z"}`},
 	}
 	for i, w := range want {
 		if msgs[i].Topic != w.topic || string(msgs[i].Payload) != w.payload {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/bowline-iot/bowline/edge/outbox"
 	"github.com/bowline-iot/bowline/edge/wire"
@@ -14,8 +15,9 @@ func (c Config) topic(thing, kind string) string {
 	return wire.Topic{Tenant: c.Tenant, Thing: thing, Kind: kind}.String()
 }
 
-func encodeTelemetry(b outbox.Batch) ([]byte, error) {
-	m := wire.TelemetryMessage{V: wire.Version, Thing: b.Thing, Seq: b.First, Samples: make([]wire.Sample, len(b.Samples))}
+// encodeTelemetry encodes b as sent at sentAt (zero: no sent_at).
+func encodeTelemetry(b outbox.Batch, sentAt time.Time) ([]byte, error) {
+	m := wire.TelemetryMessage{V: wire.Version, Thing: b.Thing, Seq: b.First, Samples: make([]wire.Sample, len(b.Samples)), SentAt: sentAt.UTC()}
 	for i, r := range b.Samples {
 		m.Samples[i] = wire.Sample{T: r.At.UTC(), Kind: r.Type, Value: r.Value}
 	}
@@ -26,12 +28,13 @@ func encodeTelemetry(b outbox.Batch) ([]byte, error) {
 	return p, nil
 }
 
-func encodeEvent(r outbox.Record) ([]byte, error) {
+// encodeEvent encodes r as sent at sentAt (zero: no sent_at).
+func encodeEvent(r outbox.Record, sentAt time.Time) ([]byte, error) {
 	data := json.RawMessage(r.Data)
 	if len(data) == 0 {
 		data = json.RawMessage(`{}`)
 	}
-	p, err := json.Marshal(wire.EventMessage{V: wire.Version, Thing: r.Thing, Seq: r.Seq, ID: r.ID, Type: r.Type, At: r.At.UTC(), Data: data})
+	p, err := json.Marshal(wire.EventMessage{V: wire.Version, Thing: r.Thing, Seq: r.Seq, ID: r.ID, Type: r.Type, At: r.At.UTC(), Data: data, SentAt: sentAt.UTC()})
 	if err != nil {
 		return nil, fmt.Errorf("encode event %s seq %d: %w", r.Thing, r.Seq, err)
 	}
@@ -51,5 +54,5 @@ func sampleCost(r outbox.Record) int {
 
 // envelopeCost bounds everything in a telemetry message but the samples.
 func envelopeCost(thing string) int {
-	return len(`{"v":1,"thing":"","seq":18446744073709551615,"samples":[]}`) + len(thing)
+	return len(`{"v":1,"thing":"","seq":18446744073709551615,"samples":[],"sent_at":""}`) + 35 + len(thing)
 }

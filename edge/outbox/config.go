@@ -15,10 +15,13 @@ type Config struct {
 	// EventReserve is the part of MaxBytes telemetry may never use, kept for
 	// events. Default MaxBytes/10.
 	EventReserve int64
-	// TelemetryTTL drops telemetry older than this (reported as a drop).
-	// Default 7 days; negative disables.
+	// TelemetryTTL drops telemetry that has waited in the outbox longer
+	// than this (reported as a drop). Waiting time is the outbox's age
+	// clock (see Elapsed), never the wall clock, so a clock step cannot
+	// expire a backlog. Default 7 days; negative disables.
 	TelemetryTTL time.Duration
-	// EventTTL drops events older than this. Default 0: never.
+	// EventTTL drops events that have waited longer than this (age clock,
+	// as TelemetryTTL). Default 0: never.
 	EventTTL time.Duration
 	// MaxBatch bounds how many queued operations share one transaction.
 	// Default 4096.
@@ -32,8 +35,16 @@ type Config struct {
 	CompactMinBytes int64
 	// NoSync skips fsync (benchmarks of the non-durable path only).
 	NoSync bool
-	// Now is the clock (tests). Default time.Now.
+	// Now is the wall clock (tests). Default time.Now.
 	Now func() time.Time
+	// Elapsed is a monotonic clock: time since any fixed point, never
+	// stepped. The outbox's age clock advances by it while the outbox is
+	// open and is stored in the file, so the age of a record is the time
+	// the outbox was open since the record was appended (time powered off
+	// does not count). Default: differences of Now, which with time.Now
+	// are Go's monotonic clock readings (immune to wall clock steps); a
+	// test or simulation that sets Now gets its own clock's differences.
+	Elapsed func() time.Duration
 	// Logger receives drops, expiries and recovery notes. Default slog.Default().
 	Logger *slog.Logger
 }

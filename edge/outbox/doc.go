@@ -25,12 +25,18 @@
 // written in the same transaction. Events are never dropped for space: when
 // only events are left, Append fails with [ErrFull] and the caller must not
 // acknowledge its source. Each lane has a TTL; expired telemetry is reported
-// the same way, expired events are counted and logged.
+// the same way, expired events are counted and logged. A record's age is
+// measured on the outbox's age clock (the time the file has been open,
+// advanced by a monotonic clock and stored in the file), never by its wall
+// time, so a clock step cannot expire a backlog (docs/clock.md).
 //
 // # Record format
 //
-// Values start with a format byte ([FormatV1]). The meta bucket records the
-// file format; a file written by a newer agent is refused with [ErrFormat].
+// Values start with a format byte: 2 since the age clock (the age at
+// append follows the wall time), [FormatV1] before it; both decode. The meta
+// bucket records the file format, still [FormatV1]; a file written by a
+// newer agent is refused with [ErrFormat]. An agent older than the age clock
+// cannot read format 2 values: downgrading needs an empty outbox.
 //
 // # Caveats: corruption and recovery
 //

@@ -160,15 +160,21 @@ func (w *wtx) report(runs []*dropRun, reason string) error {
 	return nil
 }
 
-// Expire applies the lanes' TTLs: telemetry older than TelemetryTTL is
-// dropped and reported, events older than EventTTL (when set) are removed
-// and counted. The agent calls it periodically.
+// Expire applies the lanes' TTLs: telemetry that waited longer than
+// TelemetryTTL is dropped and reported, events that waited longer than
+// EventTTL (when set) are removed and counted. Waiting is measured on the
+// age clock (Config.Elapsed), not by the records' wall times, so a clock
+// stepped forward (NTP after a gateway booted at 1970) expires nothing.
+// The agent calls it periodically.
 func (o *Outbox) Expire(ctx context.Context) error {
 	return o.do(ctx, 0, func(w *wtx) error { return w.expire() })
 }
 
 func (w *wtx) expire() error {
-	now := w.o.cfg.Now()
+	waited := func(v []byte, ttl time.Duration) bool {
+		_, at, err := decodeValueAge(v)
+		return err != nil || w.age-at > ttl // undecodable: treat as oldest, as the disk cap does
+	}
 	if ttl := w.o.cfg.TelemetryTTL; ttl > 0 {
 		var runs []*dropRun
 		lb := w.tx.Bucket(laneBucket(Telemetry))
@@ -181,7 +187,7 @@ func (w *wtx) expire() error {
 				if k == nil {
 					break
 				}
-				if e, err := decodeValue(v); err == nil && now.Sub(e.At) <= ttl {
+				if !waited(v, ttl) {
 					break
 				}
 				r, err := w.dropFirst(thing, b)
@@ -207,7 +213,7 @@ func (w *wtx) expire() error {
 				if k == nil {
 					break
 				}
-				if e, err := decodeValue(v); err == nil && now.Sub(e.At) <= ttl {
+				if !waited(v, ttl) {
 					break
 				}
 				if _, _, err := w.remove(Events, b, keySeq(k)); err != nil {

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ var (
 	bucketStats = []byte("stats")
 	bucketState = []byte("state")
 	keyFormat   = []byte("format")
+	keyAge      = []byte("age") // the age clock, nanoseconds, big endian
 )
 
 func laneBucket(l Lane) []byte { return []byte("lane-" + l.String()) }
@@ -40,6 +42,24 @@ type Outbox struct {
 
 	closeOnce sync.Once
 	hooks     Hooks
+
+	// The age clock (see Config.Elapsed): ageBase as stored in the file
+	// at Open, plus the monotonic time since then.
+	ageBase  time.Duration
+	now0     time.Time
+	elapsed0 time.Duration
+}
+
+// age reads the age clock: how long this outbox file has been open, over
+// all its runs. It never goes backwards, whatever the wall clock does.
+func (o *Outbox) age() time.Duration {
+	var d time.Duration
+	if o.cfg.Elapsed != nil {
+		d = o.cfg.Elapsed() - o.elapsed0
+	} else {
+		d = o.cfg.Now().Sub(o.now0) // monotonic when both come from time.Now
+	}
+	return o.ageBase + max(0, d)
 }
 
 // Hooks observe the outbox (metrics). Every field is optional and must not
@@ -70,7 +90,19 @@ func Open(cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Outbox{cfg: cfg, log: cfg.Logger, db: db, notify: make(chan struct{})}
+	o := &Outbox{cfg: cfg, log: cfg.Logger, db: db, notify: make(chan struct{}), now0: cfg.Now()}
+	if cfg.Elapsed != nil {
+		o.elapsed0 = cfg.Elapsed()
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyAge); len(v) == 8 {
+			o.ageBase = time.Duration(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	}); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open outbox %s: read age clock: %w", cfg.Path, err)
+	}
 	if err := o.compactIfSparse(); err != nil {
 		_ = o.db.Close()
 		return nil, err
@@ -83,10 +115,12 @@ func Open(cfg Config) (*Outbox, error) {
 func (o *Outbox) SetHooks(h Hooks) { o.hooks = h }
 
 func openChecked(cfg Config) (db *bolt.DB, err error) {
+	created := false
 	if fi, statErr := os.Stat(cfg.Path); statErr == nil && fi.Size() == 0 {
 		cfg.Logger.Info("outbox file is empty; initialising it", "path", cfg.Path)
 	} else if errors.Is(statErr, os.ErrNotExist) {
 		cfg.Logger.Info("creating new outbox file", "path", cfg.Path)
+		created = true
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -99,6 +133,15 @@ func openChecked(cfg Config) (db *bolt.DB, err error) {
 			return nil, fmt.Errorf("open outbox %s: %w", cfg.Path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open outbox %s: %w: %v", cfg.Path, ErrCorrupt, err)
+	}
+	// bbolt fsyncs the file, never its directory: without this a power cut
+	// can take the new file's name, and every record in it, away
+	// (docs/power-cut.md).
+	if created && !cfg.NoSync {
+		if err := syncDir(cfg.Path); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("open outbox %s: %w", cfg.Path, err)
+		}
 	}
 	if err := check(db); err != nil {
 		_ = db.Close()

@@ -232,11 +232,12 @@ func TestSealedBatchDroppedWhole(t *testing.T) {
 
 func TestTTLExpiresTelemetry(t *testing.T) {
 	ctx := context.Background()
-	now := t0.Add(time.Hour)
+	now := t0
 	o := openTest(t, Config{TelemetryTTL: 30 * time.Minute, Now: func() time.Time { return now }})
 	if err := o.Append(ctx, samples("bowl-a", 5, t0), nil); err != nil {
 		t.Fatal(err)
 	}
+	now = t0.Add(time.Hour) // the first five waited an hour
 	if err := o.Append(ctx, samples("bowl-a", 5, now), nil); err != nil {
 		t.Fatal(err)
 	}

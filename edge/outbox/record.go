@@ -29,8 +29,13 @@ func (l Lane) String() string {
 	return fmt.Sprintf("lane(%d)", uint8(l))
 }
 
-// FormatV1 is the first byte of every record value written by this version.
+// FormatV1 is the file format (the meta bucket's "format" key) and the
+// first byte of record values written before the age clock existed.
 const FormatV1 byte = 1
+
+// recordV2 is the first byte of every record value written by this
+// version: format 1 plus the outbox age at append (see ageClock).
+const recordV2 byte = 2
 
 // Entry is what the caller appends.
 type Entry struct {
@@ -70,20 +75,27 @@ func (e Entry) validate() error {
 	return nil
 }
 
-// encodeValue lays out a record value, format 1:
+// encodeValue lays out a record value appended at outbox age 0 (tests and
+// cost estimates: every value has the same layout).
+func encodeValue(e Entry) []byte { return encodeValueAt(e, 0) }
+
+// encodeValueAt lays out a record value, format 2:
 //
-//	[0]      format (1)
+//	[0]      format (2)
 //	[1:9]    at, unix nanoseconds, big endian int64
-//	[9:17]   value, IEEE 754 bits, big endian
-//	[17]     len(type), then type
+//	[9:17]   outbox age at append, nanoseconds, big endian int64 (ageClock)
+//	[17:25]  value, IEEE 754 bits, big endian
+//	[25]     len(type), then type
 //	[..]     len(id), then id
 //	[..]     data (the rest)
 //
-// The thing, lane and seq live in the bucket path and the key.
-func encodeValue(e Entry) []byte {
-	b := make([]byte, 0, 19+len(e.Type)+len(e.ID)+len(e.Data))
-	b = append(b, FormatV1)
+// Format 1, written before the age clock, lacks [9:17]; it still decodes,
+// with age 0. The thing, lane and seq live in the bucket path and the key.
+func encodeValueAt(e Entry, age time.Duration) []byte {
+	b := make([]byte, 0, 27+len(e.Type)+len(e.ID)+len(e.Data))
+	b = append(b, recordV2)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.At.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(age))
 	b = binary.BigEndian.AppendUint64(b, math.Float64bits(e.Value))
 	b = append(b, byte(len(e.Type)))
 	b = append(b, e.Type...)
@@ -95,34 +107,51 @@ func encodeValue(e Entry) []byte {
 
 // decodeValue is the inverse of encodeValue; it copies what it keeps.
 func decodeValue(b []byte) (Entry, error) {
+	e, _, err := decodeValueAge(b)
+	return e, err
+}
+
+// decodeValueAge decodes a record value and the outbox age at which it was
+// appended (0 for a format 1 value).
+func decodeValueAge(b []byte) (Entry, time.Duration, error) {
 	var e Entry
 	if len(b) == 0 {
-		return e, fmt.Errorf("record: empty value: %w", ErrFormat)
+		return e, 0, fmt.Errorf("record: empty value: %w", ErrFormat)
 	}
-	if b[0] != FormatV1 {
-		return e, fmt.Errorf("record: format byte %d: %w", b[0], ErrFormat)
-	}
-	if len(b) < 18 {
-		return e, fmt.Errorf("record: %d bytes, want at least 18: %w", len(b), ErrCorrupt)
+	var age time.Duration
+	switch b[0] {
+	case FormatV1:
+		if len(b) < 18 {
+			return e, 0, fmt.Errorf("record: %d bytes, want at least 18: %w", len(b), ErrCorrupt)
+		}
+		b = append(b[:9:9], b[9:]...) // same layout without the age
+	case recordV2:
+		if len(b) < 26 {
+			return e, 0, fmt.Errorf("record: %d bytes, want at least 26: %w", len(b), ErrCorrupt)
+		}
+		age = time.Duration(binary.BigEndian.Uint64(b[9:17]))
+		b = append(b[:9:9], b[17:]...)
+	default:
+		return e, 0, fmt.Errorf("record: format byte %d: %w", b[0], ErrFormat)
 	}
 	e.At = time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))).UTC()
 	e.Value = math.Float64frombits(binary.BigEndian.Uint64(b[9:17]))
 	rest := b[17:]
 	n := int(rest[0])
 	if len(rest) < 1+n+1 {
-		return e, fmt.Errorf("record: type length %d overruns value: %w", n, ErrCorrupt)
+		return e, 0, fmt.Errorf("record: type length %d overruns value: %w", n, ErrCorrupt)
 	}
 	e.Type = string(rest[1 : 1+n])
 	rest = rest[1+n:]
 	n = int(rest[0])
 	if len(rest) < 1+n {
-		return e, fmt.Errorf("record: id length %d overruns value: %w", n, ErrCorrupt)
+		return e, 0, fmt.Errorf("record: id length %d overruns value: %w", n, ErrCorrupt)
 	}
 	e.ID = string(rest[1 : 1+n])
 	if d := rest[1+n:]; len(d) > 0 {
 		e.Data = append([]byte(nil), d...)
 	}
-	return e, nil
+	return e, age, nil
 }
 
 func seqKey(seq uint64) []byte {

@@ -64,16 +64,17 @@ func (o *Outbox) commit(batch []*op) {
 	var added bool
 	entries := 0
 	o.mu.RLock()
+	age := o.age()
 	err := o.db.Update(func(tx *bolt.Tx) error {
 		for i, p := range batch {
-			w := &wtx{tx: tx, o: o}
+			w := &wtx{tx: tx, o: o, age: age}
 			errs[i] = p.fn(w)
 			if errs[i] == nil {
 				added = added || w.added
 				entries += p.entries
 			}
 		}
-		return nil
+		return tx.Bucket(bucketMeta).Put(keyAge, binary.BigEndian.AppendUint64(nil, uint64(age)))
 	})
 	o.mu.RUnlock()
 	if o.hooks.Committed != nil && err == nil {
@@ -153,6 +154,7 @@ type wtx struct {
 	tx    *bolt.Tx
 	o     *Outbox
 	added bool
+	age   time.Duration // the age clock at the start of the transaction
 }
 
 func nextKey(l Lane, thing string) []byte { return append([]byte{byte(l)}, thing...) }
@@ -203,7 +205,7 @@ func (w *wtx) append(entries []Entry, state map[string][]byte) error {
 	var newCost [3]int64
 	vals := make([][]byte, len(entries))
 	for i, e := range entries {
-		vals[i] = encodeValue(e)
+		vals[i] = encodeValueAt(e, w.age)
 		newCost[e.Lane] += recordCost(len(vals[i]))
 	}
 	evBytes := w.stat(bytesStat(Events))
@@ -262,7 +264,7 @@ func (w *wtx) appendEvent(e Entry) error {
 		return err
 	}
 	seq := w.peekNext(Events, e.Thing)
-	v := encodeValue(e)
+	v := encodeValueAt(e, w.age)
 	if err := b.Put(seqKey(seq), v); err != nil {
 		return err
 	}

@@ -18,7 +18,9 @@
 // starting at 1: an event message carries one seq, a telemetry message the
 // seq of its first sample (sample i has seq+i). A redelivered message
 // carries the same seq, so the cloud drops duplicates by (thing, seq). Times
-// are RFC 3339 in UTC. A message is at most MaxPayload bytes.
+// are RFC 3339 in UTC; sent_at, the gateway's clock when it encoded the
+// message, lets ingest correct a wrong gateway clock (docs/clock.md). A
+// message is at most MaxPayload bytes.
 //
 // The event types a gateway publishes are the Type constants; their data
 // fields are the cloud catalog's (cloud/catalog) and ingest's schema.

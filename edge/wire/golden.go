@@ -37,6 +37,9 @@ type GoldenMessage struct {
 	// Reject, for a message ingest refuses, is the reason it gives (an
 	// ingest.Reason such as "bad_version", also the dead letter's prefix).
 	Reject string
+	// RejectField, when set, is the field the rejection must name, such as
+	// "data.pet_tag".
+	RejectField string
 }
 
 // GoldenName is a name on one side of ValidName.
@@ -68,6 +71,7 @@ type goldenFile struct {
 			Kind  string
 			Value float64
 		}
+		SentAt time.Time
 	} `json:"telemetry"`
 	Event *struct {
 		V     int
@@ -77,8 +81,11 @@ type goldenFile struct {
 		Type  string
 		At    time.Time
 		Data  json.RawMessage
+		// SentAt is optional, as on the wire.
+		SentAt time.Time
 	} `json:"event"`
-	Reject string `json:"reject"`
+	Reject      string `json:"reject"`
+	RejectField string `json:"reject_field"`
 }
 
 type goldenNameFile struct {
@@ -135,7 +142,7 @@ func readStrict(path string, v any) error {
 }
 
 func (f goldenFile) message() (GoldenMessage, error) {
-	m := GoldenMessage{Name: f.Name, Topic: f.Topic, ReceivedAt: f.ReceivedAt, Reject: f.Reject}
+	m := GoldenMessage{Name: f.Name, Topic: f.Topic, ReceivedAt: f.ReceivedAt, Reject: f.Reject, RejectField: f.RejectField}
 	switch {
 	case f.Name == "" || f.Topic == "" || f.ReceivedAt.IsZero():
 		return m, fmt.Errorf("name, topic and received_at are required")
@@ -148,7 +155,7 @@ func (f goldenFile) message() (GoldenMessage, error) {
 	}
 	decoded := 0
 	if f.Telemetry != nil {
-		t := &TelemetryMessage{V: f.Telemetry.V, Thing: f.Telemetry.Thing, Seq: f.Telemetry.Seq, Samples: []Sample{}}
+		t := &TelemetryMessage{V: f.Telemetry.V, Thing: f.Telemetry.Thing, Seq: f.Telemetry.Seq, Samples: []Sample{}, SentAt: f.Telemetry.SentAt}
 		for _, s := range f.Telemetry.Samples {
 			t.Samples = append(t.Samples, Sample{T: s.T, Kind: s.Kind, Value: s.Value})
 		}
@@ -157,13 +164,15 @@ func (f goldenFile) message() (GoldenMessage, error) {
 	}
 	if f.Event != nil {
 		e := *f.Event
-		m.Event = &EventMessage{V: e.V, Thing: e.Thing, Seq: e.Seq, ID: e.ID, Type: e.Type, At: e.At, Data: e.Data}
+		m.Event = &EventMessage{V: e.V, Thing: e.Thing, Seq: e.Seq, ID: e.ID, Type: e.Type, At: e.At, Data: e.Data, SentAt: e.SentAt}
 		decoded++
 	}
 	if f.Parsed != nil {
 		m.Parsed = Topic{Tenant: f.Parsed.Tenant, Thing: f.Parsed.Thing, Kind: f.Parsed.Kind}
 	}
 	switch {
+	case f.RejectField != "" && f.Reject == "":
+		return m, fmt.Errorf("reject_field belongs to a rejected message")
 	case f.Reject != "" && (decoded != 0 || f.Parsed != nil):
 		return m, fmt.Errorf("a rejected message has no parsed topic or decoded value")
 	case f.Reject == "" && (decoded != 1 || f.Parsed == nil):

@@ -29,10 +29,14 @@ const (
 	// TypeTelemetryDropped: the gateway dropped unsent telemetry, seqs
 	// from_seq..to_seq (edge/outbox: disk cap or TTL).
 	TypeTelemetryDropped = "bowl.telemetry_dropped"
+	// TypeCounterReset: the bowl's MCU restarted its sequence counter under
+	// the same device id (a new boot epoch: board swap, flash erase); the
+	// readings of the new counter are kept (edge/agent).
+	TypeCounterReset = "bowl.counter_reset"
 )
 
 // EventTypes lists every event type a gateway publishes.
-var EventTypes = []string{TypeMealFinished, TypeRefilled, TypeFoodLow, TypeEmpty, TypeDeviceFault, TypeTelemetryDropped}
+var EventTypes = []string{TypeMealFinished, TypeRefilled, TypeFoodLow, TypeEmpty, TypeDeviceFault, TypeTelemetryDropped, TypeCounterReset}
 
 // TelemetryMessage is the payload on a telemetry topic: a batch of one
 // thing's samples, sample i with seq Seq+i.
@@ -41,6 +45,10 @@ type TelemetryMessage struct {
 	Thing   string   `json:"thing"`
 	Seq     uint64   `json:"seq"`
 	Samples []Sample `json:"samples"`
+	// SentAt is the gateway's clock when it encoded the message; ingest
+	// compares it with the receive time to detect and correct a wrong
+	// gateway clock (docs/clock.md). Absent from older gateways.
+	SentAt time.Time `json:"sent_at,omitzero"`
 }
 
 // LastSeq is the seq of the message's last sample.
@@ -66,6 +74,9 @@ type EventMessage struct {
 	At   time.Time `json:"at"`
 	// Data is the type's data object; {} when it has none.
 	Data json.RawMessage `json:"data"`
+	// SentAt is as in TelemetryMessage. It is not part of the event's
+	// identity: a redelivery may carry another SentAt.
+	SentAt time.Time `json:"sent_at,omitzero"`
 }
 
 // Gateway states in a StatusMessage.

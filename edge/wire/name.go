@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -29,6 +30,25 @@ func ValidName(s string) bool { return nameProblem(s) == "" }
 func CheckName(field, name string) error {
 	if p := nameProblem(name); p != "" {
 		return &NameError{Field: field, Name: name, Problem: p}
+	}
+	return nil
+}
+
+// ThingSeparator joins a gateway's name and one of its bowls' in a thing
+// name ("gw-1:kitchen"). The gateway IoT policy lets a gateway publish for
+// "<its name>:*" (deploy/cloudformation/bowline.yaml), so a gateway whose
+// own name held it would fall under another gateway's namespace.
+const ThingSeparator = ':'
+
+// CheckGatewayName is CheckName with one more rule: a gateway's name holds
+// no ThingSeparator, so no gateway's name begins with "<another
+// gateway>:", the prefix that gateway may publish under (docs/security.md).
+func CheckGatewayName(field, name string) error {
+	if err := CheckName(field, name); err != nil {
+		return err
+	}
+	if i := strings.IndexByte(name, ThingSeparator); i >= 0 {
+		return &NameError{Field: field, Name: name, Problem: fmt.Sprintf("must not contain %q (at byte %d): it separates a gateway from its bowls", ThingSeparator, i)}
 	}
 	return nil
 }

@@ -16,4 +16,7 @@
 // overwrites the letter, so one dead subscription is one letter however
 // often it dies. Redrive marks the letters of the events it moves back; a
 // marked letter no longer counts as open.
+//
+// Every letter is bounded to fit a DynamoDB item whatever its input (Bound)
+// and expires after TTL (bound.go, docs/dead-letters.md).
 package deadletter

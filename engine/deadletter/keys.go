@@ -8,8 +8,8 @@ import (
 	"github.com/bowline-iot/bowline/engine/attr"
 )
 
-// The rows of the dead_letters table (pk and sk, no TTL: a letter stays
-// until an operator deletes it), all written through Store
+// The rows of the dead_letters table (pk and sk; letters and poison pills
+// carry ttl, epoch seconds, At + TTL), all written through Store
 // (docs/tables.md lists every table's rows).
 //
 //	tenant letter:  pk = "TENANT#<tenant>"  sk = "DL#<event_id>#<subscription>"
@@ -17,8 +17,9 @@ import (
 //	unmatched:      pk = "UNMATCHED"        sk = "<event type>"
 //
 // A letter (tenant or poison) holds error and at (S, RFC 3339 nano), and
-// when set tenant, event_id, type, subscription, message_id, group_id, body
-// (S), attempts and receive_count (N); a poison pill also poison (BOOL true);
+// ttl (N), and when set tenant, event_id, type, subscription, message_id,
+// group_id, body, raw_sha256 (S), raw (B), attempts, receive_count and
+// raw_size (N), each bounded (bound.go); a poison pill also poison (BOOL true);
 // MarkRedriven adds redriven_at (S). An unmatched counter holds count (N,
 // added to) and at (S, the last count).
 //

@@ -18,20 +18,37 @@ const timeLayout = time.RFC3339Nano
 
 // Letter is one dead letter.
 type Letter struct {
-	Tenant       string    `json:"tenant,omitempty"`
-	EventID      string    `json:"event_id,omitempty"`
-	EventType    string    `json:"type,omitempty"`
-	Subscription string    `json:"subscription,omitempty"`
-	Error        string    `json:"error"`
-	Attempts     int       `json:"attempts,omitempty"`
-	ReceiveCount int       `json:"receive_count,omitempty"`
-	MessageID    string    `json:"message_id,omitempty"`
-	GroupID      string    `json:"group_id,omitempty"`
-	Body         string    `json:"body,omitempty"`
-	At           time.Time `json:"at"`
-	Poison       bool      `json:"poison,omitempty"`
-	// RedrivenAt is set when redrive moved the event back for replay.
+	Tenant       string `json:"tenant,omitempty"`
+	EventID      string `json:"event_id,omitempty"`
+	EventType    string `json:"type,omitempty"`
+	Subscription string `json:"subscription,omitempty"`
+	Error        string `json:"error"`
+	Attempts     int    `json:"attempts,omitempty"`
+	ReceiveCount int    `json:"receive_count,omitempty"`
+	MessageID    string `json:"message_id,omitempty"`
+	GroupID      string `json:"group_id,omitempty"`
+	Body         string `json:"body,omitempty"`
+	// Raw is the input as it arrived, byte for byte (a binary attribute:
+	// device bytes need not be UTF-8), at most MaxRaw bytes; RawSHA256 and
+	// RawSize describe the whole input even when Raw was cut.
+	Raw       []byte    `json:"raw,omitempty"`
+	RawSHA256 string    `json:"raw_sha256,omitempty"`
+	RawSize   int       `json:"raw_size,omitempty"`
+	At        time.Time `json:"at"`
+	Poison    bool      `json:"poison,omitempty"`
+	// RedrivenAt is set when redrive (or a replay) moved the work back.
 	RedrivenAt time.Time `json:"redriven_at,omitzero"`
+	// ExpiresAt is when DynamoDB's TTL may delete the letter: At + TTL.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// Key names the letter's row for operator tools: "<tenant>/<event_id>/<subscription>"
+// for a tenant letter, "POISON/<sort key>" for a poison pill.
+func (l Letter) Key() string {
+	if l.Poison {
+		return PoisonPK + "/" + l.At.UTC().Format(timeLayout) + "#" + l.MessageID
+	}
+	return l.Tenant + "/" + l.EventID + "/" + l.Subscription
 }
 
 // Open reports whether the letter still stands for undone work.
@@ -73,10 +90,10 @@ func New(client DynamoAPI, table string, now func() time.Time) (*Store, error) {
 }
 
 // Record writes (or overwrites) the tenant-scoped letter of
-// (l.EventID, l.Subscription).
+// (l.EventID, l.Subscription), its texts capped (Bound).
 func (s *Store) Record(ctx context.Context, l Letter) error {
 	if l.Tenant == "" || l.EventID == "" || l.Subscription == "" {
-		return fmt.Errorf("record dead letter %+v: %w", l, ErrIncomplete)
+		return fmt.Errorf("record dead letter of event %q for tenant %q, subscription %q: %w", l.EventID, l.Tenant, l.Subscription, ErrIncomplete)
 	}
 	if l.At.IsZero() {
 		l.At = s.now()
@@ -89,7 +106,8 @@ func (s *Store) Record(ctx context.Context, l Letter) error {
 	return nil
 }
 
-// RecordPoison writes a poison pill under the global partition.
+// RecordPoison writes a poison pill under the global partition, its texts
+// capped (Bound).
 func (s *Store) RecordPoison(ctx context.Context, l Letter) error {
 	if l.At.IsZero() {
 		l.At = s.now()
@@ -181,10 +199,38 @@ func (s *Store) MarkRedriven(ctx context.Context, tenant, eventID, subscription 
 	return nil
 }
 
-// encode adds l's attributes to item, the letter's key, and returns it.
+// MarkReplayed marks l (a tenant letter or a poison pill) as moved back
+// for replay, like MarkRedriven.
+func (s *Store) MarkReplayed(ctx context.Context, l Letter) error {
+	key := letterKey(l.Tenant, l.EventID, l.Subscription)
+	if l.Poison {
+		key = poisonKey(l.At, l.MessageID)
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key,
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		UpdateExpression:          aws.String("SET redriven_at = :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": attr.S(s.now().UTC().Format(timeLayout))},
+	})
+	if err != nil {
+		return fmt.Errorf("mark dead letter %s replayed: %w", l.Key(), err)
+	}
+	return nil
+}
+
+// encode adds l's attributes to item, the letter's key, and returns it:
+// bounded (Bound) and with its TTL.
 func encode(item map[string]types.AttributeValue, l Letter) map[string]types.AttributeValue {
+	l = Bound(l)
 	item["error"] = attr.S(l.Error)
 	item["at"] = attr.S(l.At.UTC().Format(timeLayout))
+	item[AttrTTL] = attr.N(l.At.Add(TTL).Unix())
+	if l.Raw != nil {
+		item["raw"] = &types.AttributeValueMemberB{Value: l.Raw}
+		item["raw_size"] = attr.N(int64(l.RawSize))
+		item["raw_sha256"] = attr.S(l.RawSHA256)
+	}
 	put := func(k, v string) {
 		if v != "" {
 			item[k] = attr.S(v)
@@ -222,6 +268,14 @@ func decode(item map[string]types.AttributeValue) Letter {
 		Attempts:     int(attr.GetN(item, "attempts")),
 		ReceiveCount: int(attr.GetN(item, "receive_count")),
 		Poison:       attr.GetS(item, attr.PK) == PoisonPK,
+		RawSHA256:    attr.GetS(item, "raw_sha256"),
+		RawSize:      int(attr.GetN(item, "raw_size")),
+	}
+	if b, ok := item["raw"].(*types.AttributeValueMemberB); ok {
+		l.Raw = b.Value
+	}
+	if ttl := attr.GetN(item, AttrTTL); ttl > 0 {
+		l.ExpiresAt = time.Unix(ttl, 0).UTC()
 	}
 	l.At, _ = time.Parse(timeLayout, attr.GetS(item, "at"))
 	l.RedrivenAt, _ = time.Parse(timeLayout, attr.GetS(item, "redriven_at"))

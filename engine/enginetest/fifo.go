@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -61,6 +63,14 @@ import (
 //   - Send: MessageGroupId is required; a MessageDeduplicationId seen in the
 //     last five minutes is accepted and not enqueued again (the
 //     deduplication interval).
+//   - Message contents (SendMessage and SendMessageBatch API reference): a
+//     body may hold only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD
+//     | #x10000 to #x10FFFF, anything else fails with InvalidMessageContents
+//     (fauxqs accepts any body); a body is at most MaxMessageBytes (262,144
+//     bytes, the queue's MaximumMessageSize) and a batch's bodies together
+//     at most as much (BatchRequestTooLong, failing the whole call); group
+//     and deduplication ids are 1-128 characters of a-z, A-Z, 0-9 and
+//     punctuation.
 //
 // Not modelled: delays, message attributes, content-based deduplication,
 // the 20,000 in-flight limit, high-throughput mode.
@@ -77,6 +87,34 @@ type FIFO struct {
 	changed chan struct{} // closed and replaced on every change, for long polls
 	calls   map[string]int
 	errs    map[string]int
+	// failSends: deduplication id -> how many more sends of it fail with
+	// a server error (InjectSendFailure).
+	failSends map[string]int
+}
+
+// MaxMessageBytes is SQS's limit on one message body and on the bodies of
+// one SendMessageBatch together: 262,144 bytes (256 KiB), the
+// MaximumMessageSize of the stack's queues (SendMessageBatch API
+// reference; newer queues may be raised to 1 MiB, ours are not).
+const MaxMessageBytes = 256 << 10
+
+// ValidBodyRune reports whether SQS accepts r in a message body: #x9 | #xA
+// | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF
+// (SendMessage API reference: anything else fails with
+// InvalidMessageContents).
+func ValidBodyRune(r rune) bool {
+	return r == 0x9 || r == 0xA || r == 0xD || 0x20 <= r && r <= 0xD7FF || 0xE000 <= r && r <= 0xFFFD || 0x10000 <= r && r <= 0x10FFFF
+}
+
+// InjectSendFailure makes the next times sends of the message with
+// deduplication id dedup fail as SQS reports a transient fault: a batch
+// entry in Failed with SenderFault false and code InternalError, or a
+// SendMessage error. Other entries of the same batch are still enqueued,
+// as SQS reports each entry's result on its own.
+func (f *FIFO) InjectSendFailure(dedup string, times int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failSends[dedup] += times
 }
 
 // FIFOConfig configures a FIFO double.
@@ -105,7 +143,7 @@ func NewFIFO(cfg FIFOConfig) *FIFO {
 		URL: base + cfg.Name + ".fifo", DLQURL: base + cfg.Name + "-dlq.fifo",
 		visibility: cfg.Visibility, maxReceive: cfg.MaxReceiveCount,
 		main: newFIFOQueue(cfg.Name + ".fifo"), dlq: newFIFOQueue(cfg.Name + "-dlq.fifo"),
-		changed: make(chan struct{}), calls: map[string]int{}, errs: map[string]int{},
+		changed: make(chan struct{}), calls: map[string]int{}, errs: map[string]int{}, failSends: map[string]int{},
 	}
 	return f
 }
@@ -265,12 +303,25 @@ func (f *FIFO) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput
 		f.errs["SendMessageBatch"]++
 		return nil, err
 	}
+	total := 0
+	for _, e := range in.Entries {
+		total += len(aws.ToString(e.MessageBody))
+	}
+	if total > MaxMessageBytes {
+		f.errs["SendMessageBatch"]++
+		return nil, &sqstypes.BatchRequestTooLong{Message: aws.String(fmt.Sprintf("Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxMessageBytes, total))}
+	}
 	out := &sqs.SendMessageBatchOutput{}
 	for _, e := range in.Entries {
 		id, seq, err := f.send(q, aws.ToString(e.MessageBody), aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId))
 		if err != nil {
 			f.errs["SendMessageBatch"]++
-			out.Failed = append(out.Failed, batchError(aws.ToString(e.Id), err))
+			entry := batchError(aws.ToString(e.Id), err)
+			var api smithy.APIError
+			if errors.As(err, &api) && api.ErrorFault() == smithy.FaultServer {
+				entry.SenderFault = false
+			}
+			out.Failed = append(out.Failed, entry)
 			continue
 		}
 		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(id), SequenceNumber: aws.String(strconv.FormatInt(seq, 10))})
@@ -289,6 +340,19 @@ func (f *FIFO) send(q *fifoQueue, body, group, dedup string) (string, int64, err
 		return "", 0, apiError("InvalidParameterValue", "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 	case body == "":
 		return "", 0, apiError("MissingParameter", "The request must contain the parameter MessageBody.")
+	case len(body) > MaxMessageBytes:
+		return "", 0, apiError("InvalidParameterValue", fmt.Sprintf("One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", MaxMessageBytes))
+	case !validID(group):
+		return "", 0, apiError("InvalidParameterValue", "Value "+group+" for parameter MessageGroupId is invalid.")
+	case !validID(dedup):
+		return "", 0, apiError("InvalidParameterValue", "Value "+dedup+" for parameter MessageDeduplicationId is invalid.")
+	}
+	if i := strings.IndexFunc(body, func(r rune) bool { return !ValidBodyRune(r) }); i >= 0 || !utf8.ValidString(body) {
+		return "", 0, &sqstypes.InvalidMessageContents{Message: aws.String(fmt.Sprintf("Invalid characters found (at byte %d). Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF", i))}
+	}
+	if f.failSends[dedup] > 0 {
+		f.failSends[dedup]--
+		return "", 0, &smithy.GenericAPIError{Code: "InternalError", Message: "injected transient failure", Fault: smithy.FaultServer}
 	}
 	now := time.Now()
 	if seen, ok := q.dedup[dedup]; ok && now.Sub(seen.at) < dedupInterval {
@@ -599,6 +663,22 @@ func (f *FIFO) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMes
 		out.Successful = append(out.Successful, sqstypes.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
 	}
 	return out, nil
+}
+
+// validID reports whether s is a valid MessageGroupId or
+// MessageDeduplicationId: 1-128 characters of a-z, A-Z, 0-9 and
+// punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~), per the SendMessage API
+// reference.
+func validID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func checkBatch(ids []string) error {

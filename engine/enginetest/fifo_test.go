@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,5 +254,46 @@ func TestFIFOLongPollWakesOnSend(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("long poll did not return after a send")
+	}
+}
+
+// TestFIFOEnforcesSQSContentRules: the double refuses what SQS refuses and
+// fauxqs accepts: a body character outside SQS's set (InvalidMessageContents,
+// the entry alone), a batch whose bodies exceed 262,144 bytes together
+// (BatchRequestTooLong, the whole call) and a group id with a space. An
+// injected failure fails one entry as a server fault and enqueues the rest.
+func TestFIFOEnforcesSQSContentRules(t *testing.T) {
+	q := enginetest.NewFIFO(enginetest.FIFOConfig{})
+	entry := func(id, body, group string) sqstypes.SendMessageBatchRequestEntry {
+		return sqstypes.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(body), MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(id)}
+	}
+	q.InjectSendFailure("inj", 1)
+	out, err := q.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: []sqstypes.SendMessageBatchRequestEntry{
+		entry("ok", `{"a":"\ufffe escaped"}`, "g"), entry("raw", "{\"a\":\"\uFFFE\"}", "g"), entry("ffff", "x\uFFFFy", "g"),
+		entry("ctl", "a\x01b", "g"), entry("space", "b", "g 1"), entry("inj", "c", "g"), entry("astral", "\U0001F600", "g"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]sqstypes.BatchResultErrorEntry{}
+	for _, f := range out.Failed {
+		failed[aws.ToString(f.Id)] = f
+	}
+	for id, want := range map[string]string{"raw": "InvalidMessageContents", "ffff": "InvalidMessageContents", "ctl": "InvalidMessageContents", "space": "InvalidParameterValue", "inj": "InternalError"} {
+		f, ok := failed[id]
+		if !ok || aws.ToString(f.Code) != want || f.SenderFault != (id != "inj") {
+			t.Errorf("entry %s failed = %v (%s, sender fault %v); want %s", id, ok, aws.ToString(f.Code), f.SenderFault, want)
+		}
+	}
+	if len(out.Successful) != 2 {
+		t.Errorf("accepted %d entries; want 2 (ok, astral)", len(out.Successful))
+	}
+	big := strings.Repeat("x", 100000)
+	_, err = q.SendMessageBatch(t.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL), Entries: []sqstypes.SendMessageBatchRequestEntry{
+		entry("b1", big, "g"), entry("b2", big, "h"), entry("b3", big, "i"),
+	}})
+	var tooLong *sqstypes.BatchRequestTooLong
+	if !errors.As(err, &tooLong) {
+		t.Errorf("batch of 300,000 bytes: err = %v; want BatchRequestTooLong", err)
 	}
 }

@@ -36,7 +36,8 @@
 //
 // Rows up to a verified position are not read again: tampering with them
 // is found by `bowline verify-chain`, which reads the whole log. A tenant
-// appears once the discovery scan reaches its head row, at most one pass
+// appears once the discovery scan reaches its head or an event row (a
+// deleted head hides no tenant), at most one pass
 // over the events table (Report.TenantScanCycles) after its first event.
 // An unsettled pair stays counted until its row is completed or dead;
 // call reconcile at least once per inbox TTL, or a pair that settled and

@@ -22,6 +22,15 @@
 // is absent, or not a string where a string is needed) is logged at error
 // level and counted, never dropped in silence.
 //
+// Every record that transforms is delivered or dead-lettered, never skipped
+// (docs/relay.md): a body's characters SQS refuses are \uXXXX-escaped
+// (EscapeJSON, same decoded values and hash); a FIFO batch holds one message
+// per group, so a failed message is resent before any later one of its
+// group; batches stay within SQS's 262,144 bytes; a record SQS refuses more
+// than Failure.MaxRetryAttempts times, or that can never be sent, becomes a
+// DeadLetter on Config.DeadLetterURL and is counted (DeadLettered), as the
+// CloudFormation Pipes do with the same Failure values.
+//
 // # Caveats
 //
 // Run one relay per pipe and stream; two relays on the same pipe would both

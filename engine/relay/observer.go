@@ -16,10 +16,14 @@ type Observer interface {
 	// TransformFailed counts records the filter accepted but the transform
 	// could not resolve.
 	TransformFailed()
-	// Rejected counts messages SQS refused as the sender's fault.
+	// Rejected counts refusals of a message SQS blamed on the sender (each
+	// refusal; the message is resent, then dead-lettered).
 	Rejected()
 	// SendError counts failed send attempts that will be retried.
 	SendError()
+	// DeadLettered counts records put on the dead-letter queue instead of
+	// the target: never zero in a healthy system's alarm.
+	DeadLettered()
 	// Lag reports the age of the newest record forwarded.
 	Lag(d time.Duration)
 }
@@ -31,12 +35,13 @@ func (nopObserver) Filtered(int)      {}
 func (nopObserver) TransformFailed()  {}
 func (nopObserver) Rejected()         {}
 func (nopObserver) SendError()        {}
+func (nopObserver) DeadLettered()     {}
 func (nopObserver) Lag(time.Duration) {}
 
 // Metrics is an Observer that exports Prometheus metrics labelled by pipe.
 type Metrics struct {
-	forwarded, filtered, transformFailed, rejected, sendErrors *prometheus.CounterVec
-	lag                                                        *prometheus.GaugeVec
+	forwarded, filtered, transformFailed, rejected, sendErrors, deadLetters *prometheus.CounterVec
+	lag                                                                     *prometheus.GaugeVec
 }
 
 // NewMetrics registers the relay's metrics with reg.
@@ -47,9 +52,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		transformFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_transform_errors_total", Help: "Records the filter accepted but the transform could not resolve."}, []string{"pipe"}),
 		rejected:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_rejected_total", Help: "Messages SQS refused as the sender's fault."}, []string{"pipe"}),
 		sendErrors:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_send_errors_total", Help: "Failed send attempts, retried."}, []string{"pipe"}),
+		deadLetters:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_dead_letters_total", Help: "Records put on the pipe's dead-letter queue instead of the target (alarm when it grows)."}, []string{"pipe"}),
 		lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bowline_relay_lag_seconds", Help: "Age of the newest stream record forwarded."}, []string{"pipe"}),
 	}
-	reg.MustRegister(m.forwarded, m.filtered, m.transformFailed, m.rejected, m.sendErrors, m.lag)
+	reg.MustRegister(m.forwarded, m.filtered, m.transformFailed, m.rejected, m.sendErrors, m.deadLetters, m.lag)
 	return m
 }
 
@@ -66,4 +72,5 @@ func (p pipeMetrics) Filtered(n int)      { p.m.filtered.WithLabelValues(p.pipe)
 func (p pipeMetrics) TransformFailed()    { p.m.transformFailed.WithLabelValues(p.pipe).Inc() }
 func (p pipeMetrics) Rejected()           { p.m.rejected.WithLabelValues(p.pipe).Inc() }
 func (p pipeMetrics) SendError()          { p.m.sendErrors.WithLabelValues(p.pipe).Inc() }
+func (p pipeMetrics) DeadLettered()       { p.m.deadLetters.WithLabelValues(p.pipe).Inc() }
 func (p pipeMetrics) Lag(d time.Duration) { p.m.lag.WithLabelValues(p.pipe).Set(d.Seconds()) }

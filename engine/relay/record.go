@@ -73,6 +73,8 @@ type Message struct {
 	Sequence string
 	// Created is the record's approximate creation time (zero if unknown).
 	Created time.Time
+	// Shard is the stream shard the record came from (set by the relay).
+	Shard string
 }
 
 // Pipe is a compiled PipeSpec.
@@ -125,7 +127,7 @@ func (p *Pipe) Transform(rec map[string]any) (msg Message, ok bool, err error) {
 		if err != nil {
 			return fail(p.spec.BodyPath, "does not encode: "+err.Error())
 		}
-		msg.Body = string(b)
+		msg.Body = EscapeJSON(string(b))
 	}
 	if !p.spec.FIFO() {
 		return msg, true, nil

@@ -46,6 +46,11 @@ type Config struct {
 	// Queue and QueueURL are the target. Required.
 	Queue    QueueAPI
 	QueueURL string
+	// DeadLetterURL is the standard queue that takes, through Queue, a
+	// DeadLetter for each record SQS will not accept (Failure says when),
+	// like the Pipe's DeadLetterConfig. Without it such a record is retried
+	// for ever, holding its shard, never skipped.
+	DeadLetterURL string
 	// Checkpoints and CheckpointTable hold per-shard positions (the inbox
 	// table). Required.
 	Checkpoints     CheckpointAPI
@@ -84,11 +89,12 @@ func (c Config) Validate() error {
 
 // Relay forwards one stream to one queue through one pipe.
 type Relay struct {
-	cfg  Config
-	pipe *Pipe
-	log  *slog.Logger
-	obs  Observer
-	cps  *checkpoints
+	cfg     Config
+	pipe    *Pipe
+	log     *slog.Logger
+	obs     Observer
+	cps     *checkpoints
+	backoff backoff.Policy // between sends SQS refused
 }
 
 // New returns a Relay for cfg.
@@ -112,7 +118,7 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	return &Relay{cfg: cfg, pipe: p, log: cfg.Logger.With("pipe", cfg.Pipe.Name), obs: cfg.Observer}, nil
+	return &Relay{cfg: cfg, pipe: p, log: cfg.Logger.With("pipe", cfg.Pipe.Name), obs: cfg.Observer, backoff: retry}, nil
 }
 
 // StreamARN returns the source stream's ARN, looking it up if needed.
@@ -262,7 +268,7 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 		}
 		failures = 0
 		if n := len(out.Records); n > 0 {
-			if err := r.forward(ctx, out.Records); err != nil {
+			if err := r.forward(ctx, shard, out.Records); err != nil {
 				return err
 			}
 			cp.Sequence = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
@@ -338,7 +344,7 @@ func (r *Relay) iterator(ctx context.Context, shard, seq string) (string, error)
 }
 
 // forward filters and transforms records and sends what remains.
-func (r *Relay) forward(ctx context.Context, records []streamtypes.Record) error {
+func (r *Relay) forward(ctx context.Context, shard string, records []streamtypes.Record) error {
 	var msgs []Message
 	filtered := 0
 	var newest time.Time
@@ -359,6 +365,7 @@ func (r *Relay) forward(ctx context.Context, records []streamtypes.Record) error
 			filtered++
 			continue
 		}
+		msg.Shard = shard
 		if msg.Created.After(newest) {
 			newest = msg.Created
 		}

@@ -31,6 +31,7 @@ const (
 	childEnv      = "BOWLINE_RELAY_TEST_CHILD"
 	childQueueEnv = "BOWLINE_RELAY_TEST_QUEUE"
 	childPipeEnv  = "BOWLINE_RELAY_TEST_PIPE"
+	childDLQEnv   = "BOWLINE_RELAY_TEST_DLQ"
 )
 
 func TestMain(m *testing.M) {
@@ -57,7 +58,7 @@ func runChild() int {
 	ddb := dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions)
 	r, err := New(Config{
 		Pipe: spec, Streams: dynamodbstreams.NewFromConfig(cfg), Table: names.EventsTable(), Tables: ddb,
-		Queue: sqs.NewFromConfig(cfg), QueueURL: os.Getenv(childQueueEnv),
+		Queue: sqs.NewFromConfig(cfg), QueueURL: os.Getenv(childQueueEnv), DeadLetterURL: os.Getenv(childDLQEnv),
 		Checkpoints: ddb, CheckpointTable: names.InboxTable(), PollInterval: 50 * time.Millisecond, ShardRefresh: time.Second,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -77,13 +78,18 @@ type fixture struct {
 	sqs   *sqs.Client
 	names resources.Names
 	queue string
+	// dlq takes the relay's dead letters: the events table is shared by
+	// the package's tests, and every new pipe reads it from the start, so
+	// one test's undeliverable row must not hold another's relay.
+	dlq string
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	cfg := lstest.AWSConfig(t)
 	q := enginetest.FIFOQueues(t, "relay", 30*time.Second, 5)
-	return fixture{ddb: dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions), sqs: sqs.NewFromConfig(cfg), names: lstest.Names(t), queue: q.URL}
+	return fixture{ddb: dynamodb.NewFromConfig(cfg, awsenv.DynamoDBOptions), sqs: sqs.NewFromConfig(cfg), names: lstest.Names(t), queue: q.URL,
+		dlq: enginetest.StandardQueue(t, "pipes-dlq")}
 }
 
 func (f fixture) relay(t *testing.T, pipe string) *Relay {
@@ -93,7 +99,7 @@ func (f fixture) relay(t *testing.T, pipe string) *Relay {
 	spec.Name = pipe
 	r, err := New(Config{
 		Pipe: spec, Streams: dynamodbstreams.NewFromConfig(cfg), Table: f.names.EventsTable(), Tables: f.ddb,
-		Queue: f.sqs, QueueURL: f.queue, Checkpoints: f.ddb, CheckpointTable: f.names.InboxTable(),
+		Queue: f.sqs, QueueURL: f.queue, DeadLetterURL: f.dlq, Checkpoints: f.ddb, CheckpointTable: f.names.InboxTable(),
 		PollInterval: 50 * time.Millisecond, ShardRefresh: time.Second,
 		Logger: testkit.Logger(t, slog.LevelWarn),
 	})
@@ -192,7 +198,7 @@ func TestRelayCrashLosesNothing(t *testing.T) {
 
 	start := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+f.queue, childPipeEnv+"="+pipe)
+		cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+f.queue, childPipeEnv+"="+pipe, childDLQEnv+"="+f.dlq)
 		cmd.Stderr = t.Output()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 type Bridge struct {
 	cfg   Config
 	stats struct {
-		delivered, duplicates, gaps, resends, acks, deliverErrors atomic.Uint64
+		delivered, duplicates, gaps, resends, acks, deliverErrors, resets atomic.Uint64
 	}
 }
 
@@ -28,6 +28,7 @@ type Stats struct {
 	Resends       uint64 // resend requests sent
 	Acks          uint64 // acks sent, repeated ones included
 	DeliverErrors uint64 // failed Deliver calls
+	CounterResets uint64 // hellos with a new boot epoch on a running link
 }
 
 // New returns a Bridge; cfg is validated.
@@ -44,6 +45,7 @@ func (b *Bridge) Stats() Stats {
 		Delivered: b.stats.delivered.Load(), Duplicates: b.stats.duplicates.Load(),
 		Gaps: b.stats.gaps.Load(), Resends: b.stats.resends.Load(),
 		Acks: b.stats.acks.Load(), DeliverErrors: b.stats.deliverErrors.Load(),
+		CounterResets: b.stats.resets.Load(),
 	}
 }
 
@@ -88,6 +90,7 @@ type link struct {
 
 	mu          sync.Mutex
 	device      string
+	epoch       uint32 // the hello's boot epoch: names the MCU's counter
 	haveHello   bool
 	durable     uint32 // last sequence number acknowledged as durable
 	tokens      map[uint32]time.Time
@@ -191,7 +194,7 @@ func (l *link) handle(ctx context.Context, f frame.Frame, records chan<- Record)
 		return true
 	}
 	l.mu.Lock()
-	dev, ok := l.device, l.haveHello
+	dev, epoch, ok := l.device, l.epoch, l.haveHello
 	l.mu.Unlock()
 	if !ok {
 		l.cfg.Hooks.FrameDropped(DropBeforeHello)
@@ -200,7 +203,7 @@ func (l *link) handle(ctx context.Context, f frame.Frame, records chan<- Record)
 	switch {
 	case f.Seq == l.expected:
 		up := l.clk.unwrap(f.UptimeMillis)
-		rec := Record{Device: dev, Seq: f.Seq, Uptime: up, At: l.clk.wall(up), Body: f.Body}
+		rec := Record{Device: dev, Epoch: epoch, Seq: f.Seq, Uptime: up, At: l.clk.wall(up), Body: f.Body}
 		select {
 		case records <- rec:
 		case <-ctx.Done():
@@ -238,7 +241,9 @@ func (l *link) handle(ctx context.Context, f frame.Frame, records chan<- Record)
 }
 
 // hello adopts the MCU's oldest unacknowledged sequence number as the next
-// expected one, unless the bridge is already past it (acks in flight).
+// expected one, unless the bridge is already past it (acks in flight). A
+// new boot epoch is a new counter: its numbers are adopted even when they
+// went back (the MCU's counter was reset, e.g. a flash erase).
 func (l *link) hello(now time.Time, f frame.Frame, h frame.Hello) {
 	l.mu.Lock()
 	first := !l.haveHello
@@ -246,7 +251,12 @@ func (l *link) hello(now time.Time, f frame.Frame, h frame.Hello) {
 		l.cfg.Logger.Warn("bridge: device changed on the link", "was", l.device, "now", h.DeviceID)
 		first = true
 	}
-	l.device, l.haveHello = h.DeviceID, true
+	if !first && l.epoch != h.BootEpoch {
+		l.b.stats.resets.Add(1)
+		l.cfg.Logger.Warn("bridge: mcu counter reset (new boot epoch)", "device", h.DeviceID, "old_epoch", l.epoch, "new_epoch", h.BootEpoch, "next_seq", f.Seq)
+		first = true
+	}
+	l.device, l.epoch, l.haveHello = h.DeviceID, h.BootEpoch, true
 	if first || !seqLE(f.Seq, l.expected) {
 		if !first {
 			l.b.stats.gaps.Add(1)
@@ -261,7 +271,7 @@ func (l *link) hello(now time.Time, f frame.Frame, h frame.Hello) {
 	}
 	l.clk.anchor(now, l.clk.unwrap(f.UptimeMillis))
 	if first {
-		l.cfg.Logger.Info("bridge: mcu said hello", "device", h.DeviceID, "firmware", fmt.Sprintf("%d.%d.%d", h.Firmware[0], h.Firmware[1], h.Firmware[2]), "next_seq", f.Seq)
+		l.cfg.Logger.Info("bridge: mcu said hello", "device", h.DeviceID, "firmware", fmt.Sprintf("%d.%d.%d", h.Firmware[0], h.Firmware[1], h.Firmware[2]), "boot_epoch", h.BootEpoch, "next_seq", f.Seq)
 		l.sendTimeSync()
 	}
 }

@@ -15,16 +15,19 @@
 //
 // Across Runs (a gateway restart, a crash, a new link) the bridge keeps no
 // state: frames that were durable but not yet acknowledged come again
-// after the MCU's Hello. So the Sink MUST deduplicate by (Device, Seq):
-// because delivery per device is in order and gap-free, it is enough to
-// keep, durably and in the same transaction as the records, the last Seq
-// stored per device, and to skip any record whose Seq is not after it in
-// 32-bit serial arithmetic (int32(rec.Seq-last) <= 0 means already stored).
+// after the MCU's Hello. So the Sink MUST deduplicate by (Device, Epoch,
+// Seq): because delivery per device and epoch is in order and gap-free, it
+// is enough to keep, durably and in the same transaction as the records,
+// the last Epoch and Seq stored per device, and to skip any record of that
+// Epoch whose Seq is not after it in 32-bit serial arithmetic
+// (int32(rec.Seq-last) <= 0 means already stored). A record of another
+// Epoch is a reset counter (PROTOCOL.md, "Boot epoch"): keep it.
 //
 // Sequence numbers are the MCU's 32-bit counter; they wrap from 2^32-1 to
 // 0 and the MCU keeps counting across its own reboots (see PROTOCOL.md), so
-// (Device, Seq) names one reading for 2^32 frames, about 136 years at one
-// frame per second.
+// (Device, Epoch, Seq) names one reading for 2^32 frames, about 136 years
+// at one frame per second. Epoch is the Hello's boot epoch, which changes
+// only when the counter starts from scratch (0 for a firmware without it).
 //
 // # Caveats
 //

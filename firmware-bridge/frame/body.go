@@ -33,6 +33,13 @@ type Hello struct {
 	Capabilities uint16   `json:"capabilities"`
 	RingSize     uint16   `json:"ring_size"`
 	SampleRateHz uint16   `json:"sample_rate_hz"`
+	// BootEpoch names the MCU's sequence counter: a non-zero number the
+	// firmware draws at random when it starts a counter from scratch (first
+	// boot, flash erase, a new board under the same device id) and keeps in
+	// flash beside the counter. A changed epoch tells the gateway that seq
+	// numbers restarted, so (device_id, boot_epoch, seq) names one reading.
+	// 0 is a firmware that sends no epoch (the hello body ends before it).
+	BootEpoch uint32 `json:"boot_epoch,omitempty"`
 }
 
 // WeightBatch is consecutive load-cell samples at RateHz; the first was
@@ -159,7 +166,11 @@ func (h Hello) appendTo(b []byte) []byte {
 	b = append(b, h.Firmware[:]...)
 	b = le.AppendUint16(b, h.Capabilities)
 	b = le.AppendUint16(b, h.RingSize)
-	return le.AppendUint16(b, h.SampleRateHz)
+	b = le.AppendUint16(b, h.SampleRateHz)
+	if h.BootEpoch != 0 {
+		b = le.AppendUint32(b, h.BootEpoch)
+	}
+	return b
 }
 
 func (w WeightBatch) appendTo(b []byte) []byte {
@@ -362,6 +373,11 @@ func decodeBody(t Type, b []byte) (Body, error) {
 		h.DeviceID = r.str()
 		copy(h.Firmware[:], r.take(3))
 		h.Capabilities, h.RingSize, h.SampleRateHz = r.u16(), r.u16(), r.u16()
+		if len(r.b) == 4 { // the optional boot epoch; never 0 on the wire
+			if h.BootEpoch = r.u32(); h.BootEpoch == 0 {
+				return nil, fmt.Errorf("%w: hello boot epoch 0 sent (omit it instead)", ErrBody)
+			}
+		}
 		body = h
 	case TypeWeight:
 		var w WeightBatch

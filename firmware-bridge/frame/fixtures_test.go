@@ -12,6 +12,7 @@ var sampleFrames = []struct {
 	f    Frame
 }{
 	{"hello", Frame{Seq: 1, UptimeMillis: 12, Body: Hello{DeviceID: "bowl-0001", Firmware: [3]uint8{1, 4, 2}, Capabilities: CapWeight | CapTemperature | CapBattery | CapRFID | CapLid, RingSize: 64, SampleRateHz: 50}}},
+	{"hello_boot_epoch", Frame{Seq: 1, UptimeMillis: 12, Body: Hello{DeviceID: "bowl-0001", Firmware: [3]uint8{2, 0, 0}, Capabilities: CapWeight | CapTemperature | CapBattery | CapRFID | CapLid, RingSize: 64, SampleRateHz: 50, BootEpoch: 0x9ABC0DEF}}},
 	{"weight_one", Frame{Seq: 2, UptimeMillis: 1000, Body: WeightBatch{RateHz: 50, Milligrams: []int32{412500}}}},
 	{"weight_full", Frame{Seq: 3, UptimeMillis: 2000, Body: WeightBatch{RateHz: 50, Milligrams: fullBatch()}}},
 	{"weight_negative", Frame{Seq: 4, UptimeMillis: 3000, Body: WeightBatch{RateHz: 10, Milligrams: []int32{-1500, 0, 2147483647, -2147483648}}}},
@@ -72,6 +73,8 @@ func invalidFrames() []struct {
 	ack := mustRaw(Frame{Seq: 1, Body: Ack{Cumulative: 11}})
 	ack[HeaderSize+4] = 2
 	reCRC(ack)
+	epochZero := append(mustRaw(Frame{Seq: 1, Body: Hello{DeviceID: "b", SampleRateHz: 50}})[:HeaderSize+1+1+3+6], 0, 0, 0, 0, 0, 0, 0, 0)
+	reCRC(epochZero)
 	long := make([]byte, MaxEncoded+10)
 	for i := range long {
 		long[i] = 0x55
@@ -89,6 +92,7 @@ func invalidFrames() []struct {
 		{"truncated_body", mut(func(b []byte) []byte { return reCRC(append(b[:HeaderSize+1], 0, 0, 0, 0)) }), ReasonBody},
 		{"sample_count_mismatch", wire(badCount), ReasonBody},
 		{"reserved_flag", wire(ack), ReasonBody},
+		{"hello_boot_epoch_zero", wire(epochZero), ReasonBody},
 		{"bad_cobs", []byte{0x05, 0x01, 0x02, 0x00}, ReasonCOBS},
 		{"oversize", append(long, 0), ReasonOversize},
 	}

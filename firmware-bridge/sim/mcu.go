@@ -31,6 +31,11 @@ type MCUConfig struct {
 	// FirstSeq is the sequence number of the first frame; default 0. Tests
 	// start near 2^32 to cross the wrap.
 	FirstSeq uint32
+	// BootEpoch is announced in Hello (PROTOCOL.md, "Boot epoch"): it names
+	// this MCU's counter. Default 0: a firmware that sends no epoch. A new
+	// MCU with the same DeviceID, a FirstSeq back at the start and another
+	// BootEpoch models a board swap or a flash erase.
+	BootEpoch uint32
 	// Uptime is the device clock in milliseconds; default: wall time since
 	// NewMCU. Hello and Pong frames are stamped with it.
 	Uptime func() uint32
@@ -301,7 +306,7 @@ func (m *MCU) nextToSend() ([]byte, time.Duration) {
 		}
 		return m.control(oldest, frame.Hello{DeviceID: m.cfg.DeviceID, Firmware: m.cfg.Firmware,
 			Capabilities: frame.CapWeight | frame.CapTemperature | frame.CapBattery | frame.CapRFID | frame.CapLid,
-			RingSize:     uint16(m.cfg.RingSize), SampleRateHz: m.cfg.SampleRateHz}), 0
+			RingSize:     uint16(m.cfg.RingSize), SampleRateHz: m.cfg.SampleRateHz, BootEpoch: m.cfg.BootEpoch}), 0
 	case len(m.pongs) > 0:
 		tok := m.pongs[0]
 		m.pongs = m.pongs[1:]

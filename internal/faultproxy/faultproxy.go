@@ -48,6 +48,14 @@ var (
 	InternalError = Fault{Status: http.StatusInternalServerError, Type: "InternalServerError", Message: "Internal server error (fault proxy)"}
 	// Unavailable is a 503 from the service.
 	Unavailable = Fault{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailable", Message: "Service unavailable (fault proxy)"}
+	// AccessDenied is DynamoDB's answer when IAM denies the call: 400, not
+	// retryable until someone fixes the policy (DynamoDB developer guide,
+	// "Error handling": AccessDeniedException, "OK to retry? No").
+	AccessDenied = Fault{Status: http.StatusBadRequest, Type: "com.amazonaws.dynamodb.v20120810#AccessDeniedException", Message: "User: arn:aws:sts::000000000000:assumed-role/bowline/fault-proxy is not authorized to perform this action on the table because no identity-based policy allows it (fault proxy)"}
+	// TableNotFound is DynamoDB's answer for a missing (or still creating)
+	// table: 400 ResourceNotFoundException, "OK to retry? No" until it
+	// exists.
+	TableNotFound = Fault{Status: http.StatusBadRequest, Type: "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", Message: "Requested resource not found (fault proxy)"}
 )
 
 // Rule decides, for the n-th call (from 1) of operation op, whether to

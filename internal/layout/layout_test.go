@@ -47,8 +47,9 @@ var benches = []string{"engine/bench", "cloud/bench", "edge/bench"}
 var engineForbidden = []string{"internal/resources", "internal/awsenv", "internal/cli"}
 
 // constructors are the engine packages whose New only cloud/app may call
-// from cloud/.
-var constructors = []string{"engine", "engine/worker", "engine/relay", "engine/recordchange", "engine/redrive"}
+// from cloud/ (seedinbox: the seed baseline's consumer, `bowline worker
+// --inbox seed`; cloud/chaos only calls its Redrive).
+var constructors = []string{"engine", "engine/worker", "engine/relay", "engine/recordchange", "engine/redrive", "engine/inbox/seedinbox"}
 
 // pkg is what `go list -json` says of a package.
 type pkg struct {

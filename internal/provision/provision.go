@@ -126,6 +126,11 @@ func (p Plan) Table(name string) (TableSpec, bool) {
 // (engine/inbox.DefaultTTL, docs/tables.md).
 const maxRetention = "1209600"
 
+// maxMessageSize is the pipe targets' MaximumMessageSize, 256 KiB: the
+// limit the relay splits batches by (engine/relay.MaxMessageBytes), set
+// explicitly because newer queues default to 1 MiB.
+const maxMessageSize = "262144"
+
 // PlanFor returns the tables and queues of stack n with opts' tuning
 // (zero Options: the defaults, which are the deployed stack's).
 func PlanFor(n resources.Names, opts Options) Plan {
@@ -136,8 +141,9 @@ func PlanFor(n resources.Names, opts Options) Plan {
 		Tables: []TableSpec{
 			{Name: n.EventsTable(), SortKey: true, StreamView: newAndOld},
 			{Name: n.InboxTable(), TTLAttribute: "ttl"},
-			{Name: n.DeadLettersTable(), SortKey: true},
+			{Name: n.DeadLettersTable(), SortKey: true, TTLAttribute: "ttl"},
 			{Name: n.AppTable(), SortKey: true, StreamView: newAndOld},
+			{Name: n.AnchorsTable(), SortKey: true},
 		},
 		Queues: []QueueSpec{
 			{Name: n.EventsDLQ(), Attributes: map[string]string{
@@ -156,11 +162,17 @@ func PlanFor(n resources.Names, opts Options) Plan {
 				"FifoThroughputLimit":    "perMessageGroupId",
 				"VisibilityTimeout":      strconv.Itoa(int(opts.EventsVisibility.Seconds())),
 				"MessageRetentionPeriod": maxRetention,
+				"MaximumMessageSize":     maxMessageSize,
 				"SqsManagedSseEnabled":   "true",
 			}, RedriveTo: n.EventsDLQ(), MaxReceiveCount: resources.EventsMaxReceiveCount},
 			{Name: n.RecordChangesQueue(), Attributes: map[string]string{
 				"VisibilityTimeout":      "30",
 				"MessageRetentionPeriod": "345600",
+				"MaximumMessageSize":     maxMessageSize,
+				"SqsManagedSseEnabled":   "true",
+			}},
+			{Name: n.PipesDLQ(), Attributes: map[string]string{
+				"MessageRetentionPeriod": maxRetention,
 				"SqsManagedSseEnabled":   "true",
 			}},
 		},

@@ -72,6 +72,12 @@ func (n Names) DeadLettersTable() string { return n.name("dead_letters") }
 // stream (the record-change lane), no TTL.
 func (n Names) AppTable() string { return n.name("app") }
 
+// AnchorsTable holds the chain anchors: each tenant's (seq, hash) as the
+// anchor job (engine/anchor) verified it, one row per anchored position
+// (ANCHOR#<t>), and the tenant registry (TENANTS). pk and sk, no stream, no
+// TTL. Only the anchor job's role may write it (docs/chain.md).
+func (n Names) AnchorsTable() string { return n.name("anchors") }
+
 // EventsQueue is the SQS FIFO queue the relay feeds and the worker drains.
 func (n Names) EventsQueue() string { return n.name("events.fifo") }
 
@@ -80,6 +86,10 @@ func (n Names) EventsDLQ() string { return n.name("events-dlq.fifo") }
 
 // RecordChangesQueue is the standard queue fed from the app table stream.
 func (n Names) RecordChangesQueue() string { return n.name("record-changes") }
+
+// PipesDLQ is the standard queue that takes the dead letters of both pipes
+// (the relay's and the EventBridge Pipes'): records SQS would not accept.
+func (n Names) PipesDLQ() string { return n.name("pipes-dlq") }
 
 // TelemetryStream is the Kinesis stream for high-rate telemetry.
 func (n Names) TelemetryStream() string { return n.name("telemetry") }

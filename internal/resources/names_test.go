@@ -12,6 +12,7 @@ func TestNames(t *testing.T) {
 		n.InboxTable():         "dev-bowline-inbox",
 		n.DeadLettersTable():   "dev-bowline-dead_letters",
 		n.AppTable():           "dev-bowline-app",
+		n.AnchorsTable():       "dev-bowline-anchors",
 		n.EventsQueue():        "dev-bowline-events.fifo",
 		n.EventsDLQ():          "dev-bowline-events-dlq.fifo",
 		n.RecordChangesQueue(): "dev-bowline-record-changes",

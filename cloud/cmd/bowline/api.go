@@ -16,13 +16,19 @@ import (
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 
+// DefaultAPIMetricsAddr is where `bowline api` serves /metrics: loopback,
+// a listener of its own, not the API's (docs/security.md).
+const DefaultAPIMetricsAddr = "127.0.0.1:9090"
+
 func runAPI(ctx context.Context, args []string) error {
-	fs := cli.NewFlags("bowline api", "HTTP API: orders, payment webhooks, reconcile, the web console, /healthz, /metrics",
-		"bowline api [--addr host:port]\n\n"+
+	fs := cli.NewFlags("bowline api", "HTTP API: orders, payment webhooks, reconcile, the web console, /healthz; /metrics on its own listener",
+		"bowline api [--addr host:port] [--metrics-addr host:port]\n\n"+
 			"Environment: "+api.TokensEnv+"=\"tokenA=tenant1,tokenB=tenant2\" (bearer tokens for /v1/orders),\n"+
 			api.OpsTokenEnv+" (bearer token for /v1/ops/reconcile and the console's login;\nwithout it /console/ refuses), "+api.WebhookSecretEnv+" (required: the\n"+
-			"payment webhook's HMAC secret), "+api.AddrEnv+", BOWLINE_STACK and the standard AWS SDK variables.")
+			"payment webhook's HMAC secret), "+api.PricesEnv+" (price list file; default the built-in list),\n"+
+			api.AddrEnv+", BOWLINE_STACK and the standard AWS SDK variables.")
 	addr := fs.String("addr", cli.EnvDefault(api.AddrEnv, api.DefaultAddr), "address to listen on (env "+api.AddrEnv+")")
+	metricsAddr := fs.String("metrics-addr", DefaultAPIMetricsAddr, "serve Prometheus /metrics on this address, never on --addr; keep it off the load balancer (off when empty)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -40,7 +46,8 @@ func runAPI(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: %s is not set: the payment webhook cannot verify signatures without it", cli.ErrUsage, api.WebhookSecretEnv)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	stack, err := openApp(ctx, log, app.NewRegistry())
+	reg := app.NewRegistry()
+	stack, err := openApp(ctx, log, reg)
 	if err != nil {
 		return err
 	}
@@ -59,6 +66,11 @@ func runAPI(ctx context.Context, args []string) error {
 	a, err := stack.APIWithConsole(settings, con, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
+	if *metricsAddr != "" {
+		if err := serveMetrics(ctx, *metricsAddr, reg, log); err != nil {
+			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+		}
 	}
 	g := app.NewGroup(ctx, log)
 	if run != nil {

@@ -19,6 +19,7 @@ func main() {
 			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile, the web console", Run: runAPI},
 			{Name: "emit", Summary: "emit one event through the engine", Run: runEmit},
 			{Name: "verify-chain", Summary: "verify tenants' hash chains", Run: runVerifyChain},
+			{Name: "anchor", Summary: anchorSummary, Run: runAnchor},
 			{Name: "dead-letters", Summary: "list dead letters", Run: runDeadLetters},
 			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: runRedrive},
 			{Name: "catalog", Summary: "print the event catalog, or check the contract", Run: runCatalog},

@@ -124,18 +124,18 @@ func commandsAsProcesses(t *testing.T, bin string) {
 	env := append(os.Environ(), fk.Env()...)
 	env = append(env, resources.StackEnv+"="+names.Stack, api.TokensEnv+"="+token+"="+tenant, api.WebhookSecretEnv+"="+secret)
 
-	apiProc := startProc(t, bin, env, "api", "--addr", "127.0.0.1:0")
+	apiProc := startProc(t, bin, env, "api", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
 	line := apiProc.waitLine(t, "listening on ")
 	url := strings.Fields(line[strings.Index(line, "listening on ")+len("listening on "):])[0]
 	relayProc := startProc(t, bin, env, "relay", "--poll", "50ms")
 	workerProc := startProc(t, bin, env, "worker", "--wait", "2s")
 
 	c := &dev.Client{URL: url, Token: token, Secret: secret}
-	id, err := c.Order(ctx, "cust-p", "pet-p", 1500)
+	id, err := c.Order(ctx, "cust-p", "pet-p", 4999)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := c.Pay(ctx, id, "pay_"+randHex(5), 1500)
+	ev, err := c.Pay(ctx, id, "pay_"+randHex(5), 4999)
 	if err != nil {
 		t.Fatal(err)
 	}

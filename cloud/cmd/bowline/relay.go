@@ -24,7 +24,9 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			"The events pipe forwards INSERT records of event rows from the events table's stream to\n"+
 			"events.fifo (group = tenant, dedup id = event id); the record-changes pipe forwards every\n"+
 			"record of the app table's stream to record-changes. Positions are checkpointed per shard\n"+
-			"in the inbox table. Environment: BOWLINE_STACK and the standard AWS SDK variables.")
+			"in the inbox table. A record SQS refuses 1+10 times, over 256 KiB or older than 23 h is\n"+
+			"put on pipes-dlq as a dead letter (metric bowline_relay_dead_letters_total), as the Pipes do.\n"+
+			"Environment: BOWLINE_STACK and the standard AWS SDK variables.")
 	pipes := fs.String("pipes", "events,record-changes", "comma-separated pipes to run: events, record-changes")
 	poll := fs.Duration("poll", 250*time.Millisecond, "pause after an empty read of an open shard")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/anchor"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 
@@ -33,10 +34,16 @@ func runVerifyChain(ctx context.Context, args []string) error {
 // broken.
 func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline verify-chain", verifySummary,
-		"bowline verify-chain (--tenant T [--tenant U ...] | --all) [--json]")
+		"bowline verify-chain (--tenant T [--tenant U ...] | --all) [--json]\n\n"+
+			"Recomputes every hash of each tenant's chain, compares the head row, and checks that\n"+
+			"the chain still passes through every anchor `bowline anchor` recorded for the tenant:\n"+
+			"a row rewritten with every later hash and the head recomputed is reported as\n"+
+			"anchor_mismatch at the first anchored seq it changed. --all finds tenants through the\n"+
+			"anchors table's registry and every head or event row, so a deleted head hides none.\n"+
+			"Exit status 1 when any chain is broken. docs/chain.md has the rules.")
 	var tenants multi
 	fs.Var(&tenants, "tenant", "tenant to verify (repeatable)")
-	all := fs.Bool("all", false, "verify every tenant with a chain head")
+	all := fs.Bool("all", false, "verify every tenant with anchors, a head or an event row")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	pageSize := fs.Int("page-size", 500, "events read per query page")
 	if err := cli.Parse(fs, args); err != nil {
@@ -55,16 +62,22 @@ func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error 
 		return err
 	}
 	defer stack.Close()
-	v := engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize))
+	ledger, err := anchor.New(anchor.Config{
+		Client: stack.DynamoDB, Table: stack.Names.AnchorsTable(),
+		Chains: engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize)),
+	})
+	if err != nil {
+		return err
+	}
 	if *all {
-		if tenants, err = v.Tenants(ctx); err != nil {
+		if tenants, err = ledger.Tenants(ctx); err != nil {
 			return err
 		}
 	}
 	res := verifyResult{Tenants: []engine.ChainReport{}, Intact: true}
 	broken := 0
 	for _, t := range tenants {
-		rep, err := v.VerifyChain(ctx, t)
+		rep, err := ledger.Verify(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -75,7 +88,7 @@ func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error 
 		}
 		if !*asJSON {
 			if rep.Intact {
-				fmt.Fprintf(stdout, "%s: intact, %d events, head seq %d\n", t, rep.Events, rep.HeadSeq)
+				fmt.Fprintf(stdout, "%s: intact, %d events, head seq %d, %d anchors (newest seq %d)\n", t, rep.Events, rep.HeadSeq, rep.Anchors, rep.AnchoredSeq)
 			} else {
 				fmt.Fprintf(stdout, "%s: BROKEN at seq %d: %s: %s (%d events checked)\n", t, rep.FirstBadSeq, rep.Reason, rep.Detail, rep.Events)
 			}

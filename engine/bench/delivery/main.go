@@ -520,5 +520,6 @@ func (r *relayWatch) Forwarded(n int) {
 func (*relayWatch) Filtered(int)      {}
 func (*relayWatch) TransformFailed()  {}
 func (*relayWatch) Rejected()         {}
+func (*relayWatch) DeadLettered()     {}
 func (*relayWatch) SendError()        {}
 func (*relayWatch) Lag(time.Duration) {}

@@ -1,0 +1,155 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bowline-iot/bowline/cloud/api"
+)
+
+// TestServerPricesOrders: the client never sets the price. An order is
+// priced from the price list; a client's amount_cents or currency that
+// differs (0 included) is refused and commits nothing.
+func TestServerPricesOrders(t *testing.T) {
+	f := newFixture(t)
+	r := f.order(f.tokenA, "", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":2},{"sku":"FOOD-2KG","qty":1}]}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("order without amount = %d %s; want 201", r.Status, r.Body)
+	}
+	if o := r.json(t); o["amount_cents"] != 2*4999.0+2599 || o["currency"] != "USD" {
+		t.Errorf("order amount %v %v; want %d USD from the price list", o["amount_cents"], o["currency"], 2*4999+2599)
+	}
+	for _, body := range []string{
+		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":0}`,
+		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":1}`,
+		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":4999,"currency":"EUR"}`,
+	} {
+		if r := f.order(f.tokenA, "", body); r.Status != http.StatusConflict || r.code(t) != api.CodePriceMismatch {
+			t.Errorf("order %s = %d %s; want 409 %s", body, r.Status, r.Body, api.CodePriceMismatch)
+		}
+	}
+	if n := len(f.events(f.tenantA)); n != 1 {
+		t.Errorf("events = %d; want 1 (the priced order only)", n)
+	}
+}
+
+// TestPaymentCurrencyMismatchIsRecordedNotPaid: the webhook checks the
+// amount and the currency against the order; a mismatch is counted for
+// operators and the order stays unpaid, with no com.payment_completed.
+func TestPaymentCurrencyMismatchIsRecordedNotPaid(t *testing.T) {
+	f := newFixture(t)
+	id := f.mustOrder()
+	body, _ := json.Marshal(map[string]any{"id": "evt_eur", "type": api.PaymentSucceeded,
+		"data": map[string]any{"payment_id": "pay_eur_" + randHex(3), "order_id": id, "amount_cents": 4999, "currency": "EUR"}})
+	if r := f.webhook(body, sign(body)); r.Status != http.StatusUnprocessableEntity || r.code(t) != api.CodeCurrencyMismatch {
+		t.Errorf("payment in EUR for a USD order = %d %s; want 422 %s", r.Status, r.Body, api.CodeCurrencyMismatch)
+	}
+	noCurrency := paymentBody(id, "pay_nocur", 4999)
+	noCurrency = []byte(strings.Replace(string(noCurrency), `,"currency":"USD"`, "", 1))
+	if r := f.webhook(noCurrency, sign(noCurrency)); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "data.currency") {
+		t.Errorf("payment without currency = %d %s; want 400 naming data.currency", r.Status, r.Body)
+	}
+	if got := attr(f.orderRow(id), "status"); got != api.StatusPending {
+		t.Errorf("order status after mismatched payments = %q; want %q", got, api.StatusPending)
+	}
+	if typ := types_(f.events(f.tenantA)); len(typ) != 1 {
+		t.Errorf("events = %v; want only com.order_created", typ)
+	}
+	rec := httptest.NewRecorder()
+	f.api.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `bowline_api_payment_mismatches_total{reason="currency"} 1`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %q", want)
+	}
+}
+
+// TestStrictJSON: unknown, duplicate and case-folded keys are refused with
+// an error naming the field and no Go type name.
+func TestStrictJSON(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct{ name, body, field string }{
+		{"unknown field", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"discount":100}`, "discount"},
+		{"duplicate key", `{"customer_id":"c1","pet_id":"p1","pet_id":"p2","items":[{"sku":"TAG-001","qty":1}]}`, "pet_id"},
+		{"duplicate nested key", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1,"qty":5}]}`, "items[0].qty"},
+		{"case-folded key", `{"Customer_ID":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}]}`, "Customer_ID"},
+		{"unknown nested field", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1,"price":1}]}`, "items[0].price"},
+		{"wrong type", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":"1"}]}`, "qty"},
+		{"number too large", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1e30}]}`, "qty"},
+		{"trailing data", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}]} {}`, "more data"},
+	} {
+		r := f.order(f.tokenA, "", tc.body)
+		msg := string(r.Body)
+		if r.Status != http.StatusBadRequest || r.code(t) != api.CodeInvalidJSON || !strings.Contains(msg, tc.field) {
+			t.Errorf("%s: POST /v1/orders = %d %s; want 400 %s naming %s", tc.name, r.Status, msg, api.CodeInvalidJSON, tc.field)
+		}
+		for _, goName := range []string{"int", "float64", "api.", "struct", "Go ", "json:"} {
+			if strings.Contains(msg, goName) {
+				t.Errorf("%s: error %s names a Go type (%q)", tc.name, msg, goName)
+			}
+		}
+	}
+	dup, _ := json.Marshal(map[string]any{"id": "evt_d", "type": api.PaymentSucceeded, "data": map[string]any{"payment_id": "pay_d", "order_id": "01X", "amount_cents": 1, "currency": "USD"}})
+	dup = []byte(strings.Replace(string(dup), `"amount_cents":1,`, `"amount_cents":1,"amount_cents":4999,`, 1))
+	if r := f.webhook(dup, sign(dup)); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "amount_cents") {
+		t.Errorf("webhook with a duplicate amount_cents = %d %s; want 400 naming it", r.Status, r.Body)
+	}
+	if n := len(f.events(f.tenantA)); n != 0 {
+		t.Errorf("events after refused bodies = %d; want 0", n)
+	}
+}
+
+// TestFieldBounds: every id and text field has a maximum length and a
+// character rule, so no DynamoDB key built from one (PET#<tenant>#<pet_id>,
+// PAYMENT#<payment_id>, APIKEY#<tenant>#<key>) can reach DynamoDB's 2,048
+// byte partition key or 1,024 byte sort key limit; a violation is 400
+// naming the field and commits nothing.
+func TestFieldBounds(t *testing.T) {
+	f := newFixture(t)
+	long := strings.Repeat("p", 3000)
+	order := func(customer, pet, sku string) string {
+		b, _ := json.Marshal(map[string]any{"customer_id": customer, "pet_id": pet, "items": []any{map[string]any{"sku": sku, "qty": 1}}})
+		return string(b)
+	}
+	for _, tc := range []struct{ name, body, field string }{
+		{"pet_id over the sort key limit", order("c1", long, "TAG-001"), "pet_id"},
+		{"customer_id over 128 bytes", order(strings.Repeat("c", 129), "p1", "TAG-001"), "customer_id"},
+		{"pet_id with a key separator", order("c1", "p#1", "TAG-001"), "pet_id"},
+		{"customer_id with a control character", order("c\n1", "p1", "TAG-001"), "customer_id"},
+		{"empty customer_id", order("", "p1", "TAG-001"), "customer_id"},
+		{"sku over 64 bytes", order("c1", "p1", strings.Repeat("S", 65)), "items[0].sku"},
+		{"qty over 99", `{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":100}]}`, "items[0].qty"},
+	} {
+		r := f.order(f.tokenA, "", tc.body)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), tc.field) {
+			t.Errorf("%s: POST /v1/orders = %d %.200s; want 400 naming %s", tc.name, r.Status, r.Body, tc.field)
+		}
+	}
+	if r := f.order(f.tokenA, strings.Repeat("k", 3000), orderBody); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), api.IdempotencyKeyHeader) {
+		t.Errorf("Idempotency-Key of 3000 bytes = %d %.200s; want 400 naming it", r.Status, r.Body)
+	}
+	id := f.mustOrder()
+	pay := func(orderID, paymentID string) []byte {
+		b, _ := json.Marshal(map[string]any{"id": "evt_1", "type": api.PaymentSucceeded,
+			"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": 4999, "currency": "USD"}})
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		field string
+	}{
+		{"payment_id over the partition key limit", pay(id, strings.Repeat("y", 3000)), "data.payment_id"},
+		{"payment_id with a separator", pay(id, "pay#1"), "data.payment_id"},
+		{"webhook id over 128 bytes", []byte(strings.Replace(string(pay(id, "pay_2")), "evt_1", strings.Repeat("e", 129), 1)), "webhook id"},
+		{"order_id over 128 bytes", pay(strings.Repeat("o", 129), "pay_1"), "data.order_id"},
+	} {
+		if r := f.webhook(tc.body, sign(tc.body)); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), tc.field) {
+			t.Errorf("%s: webhook = %d %.200s; want 400 naming %s", tc.name, r.Status, r.Body, tc.field)
+		}
+	}
+	if typ := types_(f.events(f.tenantA)); len(typ) != 1 {
+		t.Errorf("events = %v; want only the one valid order's", typ)
+	}
+}

@@ -1,0 +1,450 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/ddbjson"
+	"github.com/bowline-iot/bowline/engine/inbox"
+	"github.com/bowline-iot/bowline/engine/inbox/seedinbox"
+)
+
+// Run builds the binaries, draws the schedule and runs it once per inbox
+// mode. timeline receives the schedule and progress lines.
+func Run(ctx context.Context, cfg Config, timeline *os.File) (*Report, error) {
+	if len(cfg.Inboxes) == 0 {
+		cfg.Inboxes = []string{InboxBowline, InboxSeed}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	tmp, err := os.MkdirTemp("", "bowline-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(timeline, "building bowline and bowline-edge...\n")
+	bins, err := Build(ctx, cfg.Root, tmp)
+	if err != nil {
+		return nil, err
+	}
+	sched := Schedule(cfg.Seed, cfg.Faults, cfg.Window, cfg.Gateways, ingests, workers)
+	PrintTimeline(timeline, cfg.Seed, sched)
+	rep := &Report{Seed: cfg.Seed, Config: cfg, Schedule: sched}
+	for _, mode := range cfg.Inboxes {
+		dir, err := os.MkdirTemp(tmp, mode+"-")
+		if err != nil {
+			return nil, err
+		}
+		r := &run{cfg: cfg, mode: mode, bins: bins, dir: dir, log: cfg.Logger.With("inbox", mode), sched: sched, applied: map[string]int{}}
+		fmt.Fprintf(timeline, "run with --inbox %s (logs in %s while it runs)\n", mode, dir)
+		res, err := r.execute(ctx, timeline)
+		r.close()
+		if err != nil {
+			return rep, fmt.Errorf("inbox %s: %w", mode, err)
+		}
+		rep.Modes = append(rep.Modes, res)
+	}
+	return rep, nil
+}
+
+// execute runs the load and the schedule, lets the system settle and
+// checks the invariants.
+func (r *run) execute(ctx context.Context, timeline *os.File) (*ModeResult, error) {
+	began := time.Now()
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var notes bytes.Buffer
+	fctx, cancelFaults := context.WithCancel(ctx)
+	defer cancelFaults()
+	var wg sync.WaitGroup
+	wg.Go(func() { r.applyFaults(fctx, start, &notes) })
+	var loadErr error
+	wg.Go(func() { loadErr = r.placeOrders(fctx, start) })
+	wg.Wait()
+	fmt.Fprint(timeline, notes.String())
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	if err := r.healAll(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(timeline, "  faults over after %.0fs; settling (at most %v)\n", time.Since(start).Seconds(), r.cfg.Settle)
+	res := &ModeResult{Inbox: r.mode}
+	settled := r.settle(ctx, res)
+	if r.mode == InboxSeed {
+		if err := r.seedRedrive(ctx, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.check(ctx, res); err != nil {
+		return nil, err
+	}
+	res.Settled = settled
+	res.Elapsed = time.Since(began).Round(time.Second).String()
+	r.mu.Lock()
+	res.FaultsApplied = r.applied
+	res.PowerCuts = r.cuts
+	r.mu.Unlock()
+	for _, p := range r.procs {
+		res.Kills += p.kills
+	}
+	return res, nil
+}
+
+// placeOrders places cfg.Orders orders spread over the fault window and
+// pays each with a signed webhook, retrying through API outages.
+func (r *run) placeOrders(ctx context.Context, start time.Time) error {
+	c := r.client()
+	every := r.cfg.Window / time.Duration(max(r.cfg.Orders, 1))
+	for i := range r.cfg.Orders {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(start.Add(time.Duration(i) * every))):
+		}
+		tenant := tenantOf(i % r.cfg.Gateways)
+		var orderID string
+		err := retry(ctx, func() (err error) {
+			orderID, err = c.order(ctx, r.tokens[tenant], fmt.Sprintf("cust-%d", i), fmt.Sprintf("pet-%d", i))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("order %d: %w", i, err)
+		}
+		var eventID string
+		err = retry(ctx, func() (err error) {
+			eventID, err = c.pay(ctx, orderID, fmt.Sprintf("pay-%d-%d", r.cfg.Seed, i))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("pay order %s: %w", orderID, err)
+		}
+		r.mu.Lock()
+		r.paid = append(r.paid, paidOrder{Tenant: tenant, OrderID: orderID, EventID: eventID, PaidAt: time.Now()})
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// retry calls op until it succeeds, for at most two minutes (the API may be
+// down or its stores throttled for a while).
+func retry(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := op()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// settle waits until the bowls are done and acknowledged, the telemetry is
+// all in Kinesis, the events queue has stayed empty for three polls and,
+// with Bowline's inbox, every effect happened; or until cfg.Settle.
+func (r *run) settle(ctx context.Context, res *ModeResult) bool {
+	deadline := time.Now().Add(r.cfg.Settle)
+	empty := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(2 * time.Second)
+		simsDone := true
+		for _, p := range r.sims {
+			simsDone = simsDone && !p.running()
+		}
+		if !simsDone {
+			continue
+		}
+		d, err := r.queueDepth(ctx, r.sc.Names.EventsQueue())
+		if err != nil || d > 0 {
+			empty = 0
+			continue
+		}
+		if empty++; empty < 3 {
+			continue
+		}
+		t, err := r.readTelemetry(ctx)
+		if err != nil {
+			continue
+		}
+		if _, missing, _ := r.missingFrames(t); missing > 0 {
+			continue
+		}
+		if r.mode == InboxSeed || r.effectsDone() {
+			return true
+		}
+	}
+	return false
+}
+
+// effectsDone reports whether every paid order's effects have a 2xx call.
+func (r *run) effectsDone() bool {
+	r.mu.Lock()
+	paid := slices.Clone(r.paid)
+	r.mu.Unlock()
+	for sub, kind := range effects {
+		_, ok, _ := firstCalls(r.fakeOf(kind))
+		for _, p := range paid {
+			if _, done := ok[p.EventID+":"+sub]; !done && p.EventID != "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// seedRedrive does what the article's runbook says after a fix: move the
+// DLQ back to the events queue. The seed inbox does not put dead work in
+// the DLQ at all, so the run also sends every event with unfinished
+// (pending or dead) inbox rows back to the queue, as a perfect redrive
+// would, and counts the rows still unfinished after the queue drains:
+// redrives that did nothing.
+func (r *run) seedRedrive(ctx context.Context, res *ModeResult) error {
+	queue, err := r.app.QueueURL(ctx, r.sc.Names.EventsQueue())
+	if err != nil {
+		return err
+	}
+	dlq, err := r.app.QueueURL(ctx, r.sc.Names.EventsDLQ())
+	if err != nil {
+		return err
+	}
+	moved, err := seedinbox.Redrive(ctx, r.app.SQS, dlq, queue)
+	if err != nil {
+		return err
+	}
+	res.Seed.DLQMoved = len(moved)
+	_, open, err := r.inboxRows(ctx)
+	if err != nil {
+		return err
+	}
+	for g := range r.cfg.Gateways {
+		chain, err := r.readChain(ctx, tenantOf(g))
+		if err != nil {
+			return err
+		}
+		for _, ev := range chain {
+			if _, ok := open[ev.env.ID]; !ok {
+				continue
+			}
+			body, err := ddbjson.MarshalMap(ev.item)
+			if err != nil {
+				return err
+			}
+			_, err = r.app.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body)),
+				MessageGroupId: aws.String(ev.env.Tenant), MessageDeduplicationId: aws.String("replay-" + ev.env.ID)})
+			if err != nil {
+				return fmt.Errorf("replay %s: %w", ev.env.ID, err)
+			}
+			res.Seed.Replayed += len(open[ev.env.ID])
+		}
+	}
+	for range 60 {
+		if d, err := r.queueDepth(ctx, r.sc.Names.EventsQueue()); err == nil && d == 0 {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	_, after, err := r.inboxRows(ctx)
+	if err != nil {
+		return err
+	}
+	for id, subs := range after {
+		if _, was := open[id]; was {
+			res.Seed.RedriveNoEffect += len(subs)
+		}
+	}
+	return nil
+}
+
+// check evaluates the invariants.
+func (r *run) check(ctx context.Context, res *ModeResult) error {
+	t, err := r.readTelemetry(ctx)
+	if err != nil {
+		return err
+	}
+	acked, missing, detail := r.missingFrames(t)
+	res.Samples, res.AckedFrames, res.LostFrames, res.DuplicateRecords = t.samples, acked, missing, t.duplicates
+	res.check("acked telemetry in Kinesis", missing == 0, strings.Join(detail, "; "))
+
+	r.mu.Lock()
+	paid := slices.Clone(r.paid)
+	res.BadWebhooksRefused = r.refused
+	r.mu.Unlock()
+	res.PaidOrders = len(paid)
+	paidBy := map[string]paidOrder{}
+	for _, p := range paid {
+		paidBy[p.EventID] = p
+	}
+	intact := true
+	var chainNotes []string
+	payments := map[string]int{} // order id -> payment events
+	var paymentEvents []engine.Envelope
+	faultEvents := map[string]int{} // thing -> distinct device_fault events
+	for g := range r.cfg.Gateways {
+		tenant := tenantOf(g)
+		rep, err := r.app.Verifier().VerifyChain(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		if !rep.Intact {
+			intact = false
+			chainNotes = append(chainNotes, fmt.Sprintf("%s: %s at seq %d: %s", tenant, rep.Reason, rep.FirstBadSeq, rep.Detail))
+		}
+		chain, err := r.readChain(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		bowl := map[string]int{}
+		for _, ev := range chain {
+			res.ChainEvents++
+			switch {
+			case ev.env.Type == catalog.TypePaymentCompleted:
+				oid, _ := ev.env.Payload["order_id"].(string)
+				payments[oid]++
+				paymentEvents = append(paymentEvents, ev.env)
+			case strings.HasPrefix(ev.env.Type, "bowl.") && ev.env.Type != catalog.TypeDataGap:
+				id, _ := ev.env.Payload["device_event_id"].(string)
+				thing, _ := ev.env.Payload["thing"].(string)
+				if bowl[thing+"/"+id]++; bowl[thing+"/"+id] == 1 && ev.env.Type == catalog.TypeDeviceFault {
+					faultEvents[thing]++
+				}
+				res.BowlEvents++
+			}
+		}
+		for _, n := range bowl {
+			if n > 1 {
+				res.DuplicateBowlEvents += n - 1
+			}
+		}
+	}
+	res.check("every chain verifies", intact, strings.Join(chainNotes, "; "))
+	truth, err := r.truthFaults()
+	if err != nil {
+		return err
+	}
+	var faultNotes []string
+	for thing, want := range truth {
+		res.DeviceFaults += want
+		if got := faultEvents[thing]; got != want {
+			res.DeviceFaultMismatch += abs(got - want)
+			faultNotes = append(faultNotes, fmt.Sprintf("%s: %d device_fault events; truth has %d", thing, got, want))
+		}
+	}
+	res.check("every device fault in the chain (truth = chain)", res.DeviceFaultMismatch == 0, strings.Join(faultNotes, "; "))
+	res.check("bowl events in the chain once", res.DuplicateBowlEvents == 0, fmt.Sprintf("%d duplicates", res.DuplicateBowlEvents))
+	for _, p := range paid {
+		if payments[p.OrderID] != 1 {
+			res.PaymentMismatch++
+		}
+	}
+	res.check("each paid order has one payment event", res.PaymentMismatch == 0, fmt.Sprintf("%d orders with 0 or 2+", res.PaymentMismatch))
+
+	// Effects: each payment event reached each provider (a 2xx answer) for
+	// its subscription; extra calls with the same key are absorbed by the
+	// provider's idempotency and counted.
+	slices.SortFunc(paymentEvents, func(a, b engine.Envelope) int {
+		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return int(a.Seq) - int(b.Seq)
+	})
+	var lost []string
+	for sub, kind := range effects {
+		first, ok, n := firstCalls(r.fakeOf(kind))
+		var prev time.Time
+		prevTenant := ""
+		for _, ev := range paymentEvents {
+			key := ev.ID + ":" + sub
+			res.Effects++
+			at, done := ok[key]
+			if !done {
+				res.LostEffects++
+				lost = append(lost, key)
+				continue
+			}
+			res.ExtraCalls += n[key] - 1
+			if p, known := paidBy[ev.ID]; known {
+				res.MaxOrderLatency = max(res.MaxOrderLatency, at.Sub(p.PaidAt))
+			}
+			f := first[key]
+			if ev.Tenant == prevTenant && f.Before(prev) {
+				res.Reordered++
+			}
+			prev, prevTenant = f, ev.Tenant
+		}
+	}
+	if len(lost) > 5 {
+		lost = append(lost[:5], "...")
+	}
+	res.check("every paid order reached each provider", res.LostEffects == 0, strings.Join(lost, " "))
+	res.check("handlers saw each tenant's payments in chain order", res.Reordered == 0, fmt.Sprintf("%d inversions", res.Reordered))
+
+	dlq, err := r.queueDepth(ctx, r.sc.Names.EventsDLQ())
+	if err != nil {
+		return err
+	}
+	res.DLQ = dlq
+	letters, err := r.app.DeadLetters.All(ctx)
+	if err != nil {
+		return err
+	}
+	res.DeadLetters = len(letters)
+	res.check("events DLQ empty", dlq == 0, "")
+	res.check("no dead letters (the run makes no bad event)", len(letters) == 0, "")
+	counts, _, err := r.inboxRows(ctx)
+	if err != nil {
+		return err
+	}
+	res.Seed.PendingRows, res.Seed.DeadRows = counts[inbox.Pending], counts[inbox.Dead]
+	res.MaxOrderLatencyS = res.MaxOrderLatency.Seconds()
+	return nil
+}
+
+// truthFaults counts, per thing, the fault frames the simulators' truth
+// lists.
+func (r *run) truthFaults() (map[string]int, error) {
+	out := map[string]int{}
+	for g := range r.cfg.Gateways {
+		f, err := os.Open(r.truthPath(g))
+		if err != nil {
+			return nil, fmt.Errorf("truth of simulator %d: %w", g, err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var t struct{ Kind, Device string }
+			if json.Unmarshal(sc.Bytes(), &t) == nil && t.Kind == "fault" {
+				out[thingOfDevice(g, t.Device)]++
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("truth of simulator %d: %w", g, err)
+		}
+	}
+	return out, nil
+}
+
+func abs(n int) int { return max(n, -n) }

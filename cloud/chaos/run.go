@@ -1,0 +1,407 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/bowline-iot/bowline/cloud/adapters"
+	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/cloud/fakes"
+	"github.com/bowline-iot/bowline/internal/localstack"
+	"github.com/bowline-iot/bowline/internal/mosquitto"
+	"github.com/bowline-iot/bowline/internal/powercut"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Processes of one run.
+const (
+	ingests = 2
+	workers = 2
+	// eventsVisibility is the events queue's visibility timeout in a run
+	// (provisioning's 60s would make every crash cost a minute); the
+	// workers' lease is shorter, as engine/worker requires.
+	eventsVisibility = 12 * time.Second
+	workerLease      = 8 * time.Second
+	webhookSecret    = "chaos-webhook-secret"
+)
+
+// Binaries are the built commands.
+type Binaries struct{ Bowline, Edge string }
+
+// Build builds bowline and bowline-edge into dir.
+func Build(ctx context.Context, root, dir string) (Binaries, error) {
+	b := Binaries{Bowline: filepath.Join(dir, "bowline"), Edge: filepath.Join(dir, "bowline-edge")}
+	for out, pkg := range map[string]string{b.Bowline: "./cloud/cmd/bowline", b.Edge: "./edge/cmd/bowline-edge"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return b, fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+		}
+	}
+	return b, nil
+}
+
+// run is one inbox mode's run.
+type run struct {
+	cfg   Config
+	mode  string
+	bins  Binaries
+	dir   string
+	log   *slog.Logger
+	sched []Fault
+
+	sc     *localstack.Scratch
+	app    *app.App
+	net    *network
+	broker *mosquitto.Broker
+	fakes  *fakes.Set
+	gates  map[string]*providerGate
+	procs  map[string]*proc
+	sims   []*proc
+	links  [][]simLink
+	apiURL string
+	tokens map[string]string // tenant -> API token
+
+	mu        sync.Mutex
+	paid      []paidOrder
+	applied   map[string]int
+	refused   int // bad webhooks refused
+	summary   map[string]simSummary
+	disks     map[int]*powercut.Disk // gateway -> its outbox's power-cut disk
+	unpowered map[int]bool           // gateways whose disk is cut and not booted yet
+	cuts      int                    // real power cuts (on a power-cut disk)
+}
+
+// paidOrder is an order whose payment webhook was processed.
+type paidOrder struct {
+	Tenant, OrderID, EventID string
+	PaidAt                   time.Time
+}
+
+type simLink struct {
+	Device    string `json:"device"`
+	Transport string `json:"transport"`
+	Path      string `json:"path"`
+}
+
+type simSummary struct {
+	Device string `json:"device"`
+	MCU    struct {
+		Accepted     uint64 `json:"accepted"`
+		RingLen      int    `json:"ring_len"`
+		Freed        uint64 `json:"freed"`
+		AckedThrough uint32 `json:"acked_through"`
+	} `json:"mcu"`
+}
+
+func tenantOf(g int) string    { return fmt.Sprintf("chaos-t%d", g) }
+func thingOf(g, b int) string  { return fmt.Sprintf("g%d-bowl-%03d", g, b) }
+func deviceOf(b int) string    { return fmt.Sprintf("bowl-%03d", b) }
+func hostPort(u string) string { p, _ := url.Parse(u); return p.Host }
+
+// start brings up the stack, the network, the broker, the fakes and every
+// process but the bowls.
+func (r *run) start(ctx context.Context) error {
+	sc, err := localstack.StartScratch(ctx, localstack.Config{
+		Services: []localstack.Service{localstack.DynamoDB, localstack.SQS, localstack.Kinesis},
+		Root:     r.cfg.Root, Logger: r.log.With("part", "localstack"),
+	}, "c")
+	if err != nil {
+		return fmt.Errorf("local stack: %w", err)
+	}
+	r.sc = sc
+	a, err := app.Open(app.Config{AWS: sc.AWS, Names: sc.Names, Logger: r.log.With("part", "app")})
+	if err != nil {
+		return err
+	}
+	r.app = a
+	queue, err := a.QueueURL(ctx, sc.Names.EventsQueue())
+	if err != nil {
+		return err
+	}
+	if _, err := a.SQS.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(queue),
+		Attributes: map[string]string{"VisibilityTimeout": fmt.Sprint(int(eventsVisibility.Seconds()))}}); err != nil {
+		return fmt.Errorf("events queue visibility: %w", err)
+	}
+
+	r.net = newNetwork()
+	ddb, err := r.net.link("dynamodb", hostPort(sc.DynamoDBEndpoint))
+	if err != nil {
+		return err
+	}
+	sqsAddr, err := r.net.link("sqs", hostPort(sc.SQSEndpoint))
+	if err != nil {
+		return err
+	}
+	kin, err := r.net.link("kinesis", hostPort(sc.KinesisEndpoint))
+	if err != nil {
+		return err
+	}
+	ddbURL, err := r.net.throttleProxy("dynamodb", "http://"+ddb, "ProvisionedThroughputExceededException",
+		"The level of configured provisioned throughput for the table was exceeded (chaos)")
+	if err != nil {
+		return err
+	}
+	kinURL, err := r.net.throttleProxy("kinesis", "http://"+kin, "ProvisionedThroughputExceededException",
+		"Rate exceeded for shard (chaos)")
+	if err != nil {
+		return err
+	}
+	r.broker, err = mosquitto.Start(ctx, mosquitto.Config{Dir: filepath.Join(r.dir, "mosquitto"), Logger: r.log.With("part", "mosquitto")})
+	if err != nil {
+		return fmt.Errorf("mosquitto: %w", err)
+	}
+	mqttAddr, err := r.net.link("mqtt", r.broker.Addr())
+	if err != nil {
+		return err
+	}
+
+	r.fakes = fakes.NewSet()
+	r.gates = map[string]*providerGate{}
+	urls := map[string]string{}
+	for _, f := range r.fakes.All() {
+		g := &providerGate{next: f}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: g, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		r.net.srvs = append(r.net.srvs, srv)
+		r.gates[f.Kind()] = g
+		urls[f.Kind()] = "http://" + ln.Addr().String()
+	}
+
+	reg, err := a.Devices()
+	if err != nil {
+		return err
+	}
+	r.tokens = map[string]string{}
+	var toks []string
+	for g := range r.cfg.Gateways {
+		for b := range r.cfg.BowlsPerGateway {
+			if _, err := reg.Register(ctx, thingOf(g, b), tenantOf(g)); err != nil {
+				return fmt.Errorf("register %s: %w", thingOf(g, b), err)
+			}
+		}
+		r.tokens[tenantOf(g)] = fmt.Sprintf("chaos-token-%d", g)
+		toks = append(toks, r.tokens[tenantOf(g)]+"="+tenantOf(g))
+	}
+
+	env := childEnv(sc.Names, map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB":         ddbURL,
+		"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": ddbURL,
+		"AWS_ENDPOINT_URL_SQS":              "http://" + sqsAddr,
+		"AWS_ENDPOINT_URL_KINESIS":          kinURL,
+		"BOWLINE_MQTT_URL":                  "tcp://" + mqttAddr,
+		adapters.ShopifyURLEnv:              urls[fakes.Shopify],
+		adapters.ShippingURLEnv:             urls[fakes.Shipping],
+		adapters.NotifyURLEnv:               urls[fakes.Notify],
+		api.TokensEnv:                       strings.Join(toks, ","),
+		api.WebhookSecretEnv:                webhookSecret,
+		api.OpsTokenEnv:                     "chaos-ops",
+	})
+	apiAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	r.apiURL = "http://" + apiAddr
+	r.procs = map[string]*proc{}
+	add := func(name string, args ...string) { r.procs[name] = newProc(r.dir, name, r.bins.Bowline, env, args...) }
+	for i := range ingests {
+		add(fmt.Sprintf("ingest-%d", i), "ingest", "--client-id", fmt.Sprintf("chaos-ingest-%d", i), "--gap-grace", "10m")
+	}
+	add("relay", "relay", "--poll", "100ms")
+	for i := range workers {
+		add(fmt.Sprintf("worker-%d", i), "worker", "--inbox", r.mode, "--wait", "2s",
+			"--lease", workerLease.String(), "--retry-delay", "2s", "--pollers", "2")
+	}
+	add("api", "api", "--addr", apiAddr)
+	for _, p := range r.procs {
+		if err := p.start(nil); err != nil {
+			return err
+		}
+	}
+	return r.startEdges(ctx, env)
+}
+
+// startEdges starts one bowl simulator and one gateway agent per gateway.
+func (r *run) startEdges(ctx context.Context, env []string) error {
+	r.summary = map[string]simSummary{}
+	r.links = make([][]simLink, r.cfg.Gateways)
+	disks, err := r.edgeDisks()
+	if err != nil {
+		return err
+	}
+	r.disks, r.unpowered = disks, map[int]bool{}
+	for g := range r.cfg.Gateways {
+		simDir := filepath.Join(r.dir, fmt.Sprintf("sim-%d", g))
+		if err := os.MkdirAll(simDir, 0o755); err != nil {
+			return err
+		}
+		pr, pw := io.Pipe()
+		args := []string{"simulate",
+			"--bowls", fmt.Sprint(r.cfg.BowlsPerGateway), "--seed", fmt.Sprint(r.cfg.Seed + uint64(g)),
+			"--speed", "1", "--ring", "1024", "--duration", r.cfg.SimDuration.String(), "--rate", fmt.Sprint(r.cfg.Rate),
+			"--transport", "unix", "--dir", simDir, "--json", "--linger", "20m", "--pets", "4",
+			"--truth", r.truthPath(g)}
+		codes := []string{"load_cell", "tag_reader", "sensor_drift"}
+		for i := range r.cfg.DeviceFaults {
+			after := r.cfg.SimDuration * time.Duration(i+1) / time.Duration(r.cfg.DeviceFaults+1)
+			args = append(args, "--fault", fmt.Sprintf("%s:%s:chaos-%d", after, codes[i%len(codes)], i))
+		}
+		p := newProc(r.dir, fmt.Sprintf("sim-%d", g), r.bins.Edge, env, args...)
+		if err := p.start(pw); err != nil {
+			return err
+		}
+		r.sims = append(r.sims, p)
+		linksReady := make(chan struct{})
+		go r.readSim(g, pr, linksReady)
+		go func() { <-p.exited(); pw.Close() }()
+		select {
+		case <-linksReady:
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("simulator %d printed no links in 30s (see %s)", g, p.log)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		conf := map[string]any{
+			"tenant": tenantOf(g), "gateway": fmt.Sprintf("chaos-gw-%d", g), "broker": envValue(env, "BOWLINE_MQTT_URL"),
+			"outbox":      map[string]any{"path": filepath.Join(r.dir, fmt.Sprintf("edge-%d.db", g))},
+			"status_addr": "off", "things": map[string]string{},
+		}
+		var inputs []string
+		for _, l := range r.links[g] {
+			inputs = append(inputs, "unix:"+l.Path)
+		}
+		things := map[string]string{}
+		for b := range r.cfg.BowlsPerGateway {
+			things[deviceOf(b)] = thingOf(g, b)
+		}
+		conf["inputs"], conf["things"] = inputs, things
+		path := filepath.Join(r.dir, fmt.Sprintf("edge-%d.json", g))
+		b, _ := json.Marshal(conf)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+		name := fmt.Sprintf("edge-%d", g)
+		r.procs[name] = newProc(r.dir, name, r.bins.Edge, env, "run", "--config", path, "--recover", "--log-level", "warn")
+		if err := r.procs[name].start(nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSim reads a simulator's JSON lines: its links first, then its final
+// report per device.
+func (r *run) readSim(g int, rd io.Reader, linksReady chan struct{}) {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(line, &probe) != nil {
+			continue
+		}
+		if _, ok := probe["mcu"]; ok {
+			var s simSummary
+			if json.Unmarshal(line, &s) == nil {
+				r.mu.Lock()
+				r.summary[thingOfDevice(g, s.Device)] = s
+				r.mu.Unlock()
+			}
+			continue
+		}
+		var l simLink
+		if json.Unmarshal(line, &l) == nil && l.Path != "" {
+			r.links[g] = append(r.links[g], l)
+			if n++; n == r.cfg.BowlsPerGateway {
+				close(linksReady)
+			}
+		}
+	}
+}
+
+func (r *run) truthPath(g int) string { return filepath.Join(r.dir, fmt.Sprintf("truth-%d.jsonl", g)) }
+
+func thingOfDevice(g int, device string) string { return fmt.Sprintf("g%d-%s", g, device) }
+
+// childEnv is this process's environment for a child, with the stack's
+// AWS settings and the given overrides.
+func childEnv(names resources.Names, set map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; ok || strings.HasPrefix(k, "AWS_ENDPOINT_URL") || k == resources.StackEnv {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, resources.StackEnv+"="+names.Stack)
+	for k, v := range set {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// close stops everything the run started.
+func (r *run) close() {
+	for _, p := range r.sims {
+		p.stop(2 * time.Second)
+	}
+	for _, p := range r.procs {
+		p.stop(5 * time.Second)
+	}
+	for _, d := range r.disks {
+		_ = d.Close()
+	}
+	if r.net != nil {
+		r.net.close()
+	}
+	if r.broker != nil {
+		_ = r.broker.Close()
+	}
+	if r.app != nil {
+		r.app.Close()
+	}
+	if r.sc != nil {
+		_ = r.sc.Close()
+	}
+}

@@ -1,0 +1,122 @@
+package cfn
+
+import (
+	"testing"
+
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/internal/awscalls"
+)
+
+// TestEventLogWritesOnlyInTransactions evaluates the template's roles on
+// the writes a task role's holder could use to rewrite the log. AWS
+// decides a Put, Update or Delete inside TransactWriteItems as PutItem,
+// UpdateItem or DeleteItem with dynamodb:EnclosingOperation =
+// TransactWriteItems, and a plain call without that key (Amazon DynamoDB
+// Developer Guide, "Using IAM with DynamoDB transactions"); the recorder
+// (internal/awscalls) fills the key in the same way.
+func TestEventLogWritesOnlyInTransactions(t *testing.T) {
+	tpl := stackTemplate(t)
+	env := tpl.ResourceEnv(map[string]string{"StackPrefix": "p"}, "eu-west-1", awscalls.Account)
+	events := env["EventsTable.Arn"]
+	ev, head := engine.EventPK("t1"), engine.HeadPK("t1")
+	ctx := func(pk string, tx bool) map[string][]string {
+		c := map[string][]string{awscalls.KeyLeadingKeys: {pk}}
+		if tx {
+			c[awscalls.KeyEnclosingOperation] = []string{"TransactWriteItems"}
+		}
+		return c
+	}
+	denied := []struct {
+		name   string
+		action string
+		pk     string
+		tx     bool
+	}{
+		{"overwrite an event row", "dynamodb:PutItem", ev, false},
+		{"update an event row", "dynamodb:UpdateItem", ev, false},
+		{"update an event row in a transaction", "dynamodb:UpdateItem", ev, true},
+		{"delete an event row", "dynamodb:DeleteItem", ev, false},
+		{"delete an event row in a transaction", "dynamodb:DeleteItem", ev, true},
+		{"put a head", "dynamodb:PutItem", head, false},
+		{"move a head", "dynamodb:UpdateItem", head, false},
+		{"delete a head", "dynamodb:DeleteItem", head, false},
+		{"delete a head in a transaction", "dynamodb:DeleteItem", head, true},
+		{"batch write", "dynamodb:BatchWriteItem", ev, false},
+		{"PartiQL insert", "dynamodb:PartiQLInsert", ev, false},
+	}
+	for _, role := range []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole", "EventsPipeRole", "AnchorRole", "OperatorRole"} {
+		p, err := tpl.RolePolicy(role, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range denied {
+			d, err := p.Evaluate(Request{Action: tc.action, Resource: events, Context: ctx(tc.pk, tc.tx)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed || d.Deny < 0 {
+				t.Errorf("role %s: %s (%s on %s, in transaction %v) = allowed %v, explicit deny %v; want explicitly denied",
+					role, tc.name, tc.action, tc.pk, tc.tx, d.Allowed, d.Deny >= 0)
+			}
+		}
+	}
+	// Emit's own transaction still goes through for every task role.
+	for _, role := range []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole"} {
+		p, err := tpl.RolePolicy(role, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []Request{
+			{Action: "dynamodb:PutItem", Resource: events, Context: ctx(ev, true)},
+			{Action: "dynamodb:UpdateItem", Resource: events, Context: ctx(head, true)},
+			{Action: "dynamodb:GetItem", Resource: events, Context: ctx(head, false)},
+		} {
+			if d, err := p.Evaluate(r); err != nil || !d.Allowed {
+				t.Errorf("role %s: %s on %v = allowed %v, %v; want allowed (Emit)", role, r.Action, r.Context, d.Allowed, err)
+			}
+		}
+	}
+}
+
+// TestOnlyTheAnchorRoleWritesAnchors: of every role in the template, only
+// AnchorRole may write the anchors table, and it only with PutItem.
+func TestOnlyTheAnchorRoleWritesAnchors(t *testing.T) {
+	tpl := stackTemplate(t)
+	env := tpl.ResourceEnv(map[string]string{"StackPrefix": "p"}, "eu-west-1", awscalls.Account)
+	anchors := env["AnchorsTable.Arn"]
+	if anchors == "" {
+		t.Fatal("template has no AnchorsTable with a TableName")
+	}
+	writes := []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+		"dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate", "dynamodb:PartiQLDelete", "dynamodb:DeleteTable", "dynamodb:UpdateTable"}
+	ctx := map[string][]string{awscalls.KeyLeadingKeys: {"ANCHOR#t1"}}
+	roles := tpl.ResourceNames("AWS::IAM::Role")
+	if len(roles) < 8 {
+		t.Fatalf("template has %d roles; want at least 8", len(roles))
+	}
+	for _, role := range roles {
+		p, err := tpl.RolePolicy(role, env)
+		if err != nil && role == "TaskExecutionRole" {
+			continue // AWS-managed AmazonECSTaskExecutionRolePolicy: image pull and logs only
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range writes {
+			for _, tx := range []bool{false, true} {
+				c := ctx
+				if tx {
+					c = map[string][]string{awscalls.KeyLeadingKeys: {"ANCHOR#t1"}, awscalls.KeyEnclosingOperation: {"TransactWriteItems"}}
+				}
+				d, err := p.Evaluate(Request{Action: a, Resource: anchors, Context: c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := role == "AnchorRole" && a == "dynamodb:PutItem"
+				if d.Allowed != want {
+					t.Errorf("role %s: %s on the anchors table (transaction %v) = allowed %v; want %v", role, a, tx, d.Allowed, want)
+				}
+			}
+		}
+	}
+}
