@@ -244,7 +244,7 @@ func (in *Ingester) gapLoop(ctx context.Context) {
 func (in *Ingester) begin() bool {
 	in.gate.RLock()
 	defer in.gate.RUnlock()
-	if in.draining || (in.lease != nil && !in.lease.held()) {
+	if in.draining || (in.lease != nil && !in.lease.active()) {
 		return false
 	}
 	in.handlers.Add(1)

@@ -46,6 +46,7 @@ type slotLease struct {
 
 	mu    sync.Mutex
 	until time.Time // local deadline: the lease is ours until then
+	lost  bool      // keep gave up, or release ran
 }
 
 // held reports whether the lease is still ours by the local deadline.
@@ -96,22 +97,35 @@ func (l *slotLease) extend(start time.Time) {
 }
 
 // keep renews the lease every TTL/4 until ctx ends. It returns
-// ErrLeaseLost when another owner took the slot or the local deadline
-// passed without a successful renewal; the caller must stop consuming.
+// ErrLeaseLost when another owner took the slot, or when the local deadline
+// passed without a successful renewal (each renewal may take only until
+// that deadline); the caller must stop consuming at once.
 func (l *slotLease) keep(ctx context.Context) error {
 	t := time.NewTicker(l.ttl / 4)
 	defer t.Stop()
 	for {
+		l.mu.Lock()
+		until := l.until
+		l.mu.Unlock()
+		deadline := time.NewTimer(time.Until(until))
 		select {
 		case <-ctx.Done():
+			deadline.Stop()
 			return nil
+		case <-deadline.C:
+			l.lose()
+			return fmt.Errorf("%w: slot %d of group %q not renewed within %s", ErrLeaseLost, l.slot, l.group, l.ttl*3/4)
 		case <-t.C:
+			deadline.Stop()
 		}
 		start := l.now()
-		err := l.put(ctx, l.slot, start, "#owner = :owner")
+		rctx, cancel := context.WithDeadline(ctx, until)
+		err := l.put(rctx, l.slot, start, "#owner = :owner")
+		cancel()
 		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case errors.As(err, &ccf):
+			l.lose()
 			return fmt.Errorf("%w: slot %d of group %q now has another owner", ErrLeaseLost, l.slot, l.group)
 		case err == nil:
 			l.extend(start)
@@ -120,18 +134,28 @@ func (l *slotLease) keep(ctx context.Context) error {
 		default:
 			l.log.Warn("ingest slot lease: renewal failed; retrying", "group", l.group, "slot", l.slot, "err", err)
 		}
-		if !l.held() {
-			return fmt.Errorf("%w: slot %d of group %q not renewed within %s", ErrLeaseLost, l.slot, l.group, l.ttl*3/4)
-		}
 	}
+}
+
+// lose marks the lease lost for good.
+func (l *slotLease) lose() {
+	l.mu.Lock()
+	l.until, l.lost = time.Time{}, true
+	l.mu.Unlock()
+}
+
+// active reports whether the lease has not been lost (or released): a late
+// renewal never revives it, but a slow one does not end it either.
+func (l *slotLease) active() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lost
 }
 
 // release gives the slot up at once (expiry 0), if it is still ours, so the
 // next process need not wait for the TTL.
 func (l *slotLease) release(ctx context.Context) error {
-	l.mu.Lock()
-	l.until = time.Time{}
-	l.mu.Unlock()
+	l.lose()
 	err := l.put(ctx, l.slot, time.Unix(0, 0).Add(-l.ttl), "#owner = :owner")
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

@@ -38,7 +38,7 @@ func (in *Ingester) connect(ctx context.Context, clientID string) (mqtt.Client, 
 	subscribed := make(chan error, 1)
 	o.SetOnConnectHandler(func(c mqtt.Client) {
 		in.gate.RLock()
-		stopped := in.unsubscribed || (in.lease != nil && !in.lease.held())
+		stopped := in.unsubscribed || (in.lease != nil && !in.lease.active())
 		in.gate.RUnlock()
 		if stopped {
 			in.log.Warn("mqtt reconnected after the drain started or the lease ended; not subscribing", "client_id", clientID)

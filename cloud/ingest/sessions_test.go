@@ -195,7 +195,7 @@ func (g *gateway) run(tenant string, stop <-chan struct{}, errs chan<- error) {
 			g.telSeq.Store(next + 1)
 		}
 		g.sent.Add(1)
-		time.Sleep(15 * time.Millisecond) // pace the load; correctness never waits on it
+		time.Sleep(25 * time.Millisecond) // pace the load; correctness never waits on it
 	}
 }
 
@@ -236,8 +236,23 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 	})
 	group := uniq("g")
 	childEnv := []string{crashBrokerEnv + "=" + broker.URL(), crashGroupEnv + "=" + group, crashSlotsEnv + "=2",
-		crashLeaseEnv + "=2s", crashGraceEnv + "=15s", crashCheckEnv + "=500ms"}
+		crashLeaseEnv + "=5s", crashGraceEnv + "=15s", crashCheckEnv + "=500ms"}
 	spawn := func() *ingestProc { return spawnIngestProc(t, &stderr, nil, childEnv...) }
+	// restartExited does what the orchestrator does for a process that
+	// ended on its own (a lost lease ends Run): start a new one.
+	restarted := 0
+	restartExited := func(procs []*ingestProc) {
+		for i, p := range procs {
+			select {
+			case <-p.exited:
+				t.Logf("ingest child ended on its own (%v); starting a replacement", p.err)
+				restarted++
+				procs[i] = spawn()
+				procs[i].waitReady(t, &stderr)
+			default:
+			}
+		}
+	}
 
 	procs := []*ingestProc{spawn(), spawn()}
 	for _, p := range procs {
@@ -271,6 +286,7 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 	for r := range rounds {
 		before := sent()
 		testkit.WaitFor(t, "gateways publishing", hangGuard, func() bool { return sent() >= before+30 })
+		restartExited(procs)
 		i := r % 2
 		old := procs[i]
 		if r%4 < 2 {
@@ -293,13 +309,14 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 			procs[i].waitReady(t, &stderr)
 		}
 	}
+	restartExited(procs)
 	close(stop)
 	for range gws {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d replacements in %s; %d messages acknowledged by the broker", rounds, time.Since(start).Round(time.Millisecond), sent())
+	t.Logf("%d replacements (and %d restarts after a lost lease) in %s; %d messages acknowledged by the broker", rounds, restarted, time.Since(start).Round(time.Millisecond), sent())
 
 	kstream := lstest.Names(t).TelemetryStream()
 	missing := func() []string {
@@ -331,6 +348,7 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 		}
 	})
 	testkit.WaitFor(t, "every acknowledged message in Kinesis or the chain", hangGuard, func() bool {
+		restartExited(procs)
 		still = missing()
 		return len(still) == 0
 	})

@@ -38,7 +38,7 @@ func TestRunHelpDocumentsEveryOption(t *testing.T) {
 	for _, opt := range []string{"-config", "-tenant", "-gateway", "-broker", "-tls-ca", "-tls-cert", "-tls-key", "-tls-alpn",
 		"-mqtt-in-flight", "-mqtt-rate", "-mqtt-max-payload", "-mqtt-keepalive", "-mqtt-backoff-min", "-mqtt-backoff-max",
 		"-outbox", "-outbox-max-bytes", "-outbox-event-reserve", "-outbox-telemetry-ttl", "-outbox-event-ttl",
-		"-input", "-status-addr", "-recover", "-detect-food-low-g", "-detect-empty-g"} {
+		"-input", "-status-addr", "-insecure-open-status", "-insecure-plain-broker", "-recover", "-detect-food-low-g", "-detect-empty-g"} {
 		if !strings.Contains(out, opt+" ") && !strings.Contains(out, opt+"\n") {
 			t.Errorf("run --help does not document %s", opt)
 		}
