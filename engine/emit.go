@@ -185,7 +185,7 @@ func (e *Engine) dedupLookup(ctx context.Context, tenant, key string) (string, b
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("idempotency key %q: read %s: %w", key, e.cfg.InboxTable, err)
+		return "", false, fmt.Errorf("idempotency key %q: read %s: %w", key, e.cfg.InboxTable, unavailable(err))
 	}
 	if out.Item == nil {
 		return "", false, nil

@@ -61,7 +61,7 @@ var (
 // ResourceNotFoundException, ...) from a call outside Emit. Such a failure
 // is never the input's fault.
 func IsUnavailable(err error) bool {
-	return errors.Is(err, ErrUnavailable)
+	return errors.Is(err, ErrUnavailable) || infrastructureCode(apiCode(err))
 }
 
 // ConditionFailedError reports which of the caller's writes failed its

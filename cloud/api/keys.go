@@ -19,7 +19,7 @@ import (
 //
 //	pk = "ORDER#<id>"  sk = "ORDER"   (orderKey; no TTL)
 //	entity = "order", tenant, id, customer_id, pet_id, items (L of M sku, qty),
-//	amount_cents (N), status, correlation_id, created_at, [payment_id, paid_at]
+//	amount_cents (N, priced from Config.Prices), currency, status, correlation_id, created_at, [payment_id, paid_at]
 //
 // POST /v1/orders puts it (condition: absent) with com.order_created; the
 // payment webhook sets status, payment_id and paid_at (condition: status is

@@ -26,6 +26,10 @@ import (
 // IdempotencyKeyHeader names the client's idempotency key on POST /v1/orders.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
+// CorrelationIDHeader optionally names the request's correlation id (same
+// rule as the ids of the body); the order id when absent.
+const CorrelationIDHeader = "X-Correlation-Id"
+
 // ReplayedHeader is set on a response replayed for a repeated key.
 const ReplayedHeader = "Idempotent-Replayed"
 
@@ -157,9 +161,12 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 
 	now := a.cfg.Now().UTC()
 	id := ulid.Make().String()
-	corr := r.Header.Get("X-Correlation-Id")
-	if corr == "" || len(corr) > 128 {
+	corr := r.Header.Get(CorrelationIDHeader)
+	if corr == "" {
 		corr = id
+	} else if err := checkIDField(CorrelationIDHeader, corr); err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+		return
 	}
 	order := Order{
 		PK: OrderPK(id), SK: OrderSK, Entity: EntityOrder,

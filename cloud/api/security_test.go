@@ -129,6 +129,10 @@ func TestFieldBounds(t *testing.T) {
 	if r := f.order(f.tokenA, strings.Repeat("k", 3000), orderBody); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), api.IdempotencyKeyHeader) {
 		t.Errorf("Idempotency-Key of 3000 bytes = %d %.200s; want 400 naming it", r.Status, r.Body)
 	}
+	corr := map[string]string{"Authorization": "Bearer " + f.tokenA, api.CorrelationIDHeader: "corr;" + strings.Repeat("c", 200)}
+	if r := f.do(http.MethodPost, "/v1/orders", corr, []byte(orderBody)); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), api.CorrelationIDHeader) {
+		t.Errorf("X-Correlation-Id of 200 bytes = %d %.200s; want 400 naming it", r.Status, r.Body)
+	}
 	id := f.mustOrder()
 	pay := func(orderID, paymentID string) []byte {
 		b, _ := json.Marshal(map[string]any{"id": "evt_1", "type": api.PaymentSucceeded,

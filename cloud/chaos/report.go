@@ -42,6 +42,11 @@ type ModeResult struct {
 	// DeviceFaultMismatch how far the chain's device_fault events are off.
 	DeviceFaults        int `json:"device_faults"`
 	DeviceFaultMismatch int `json:"device_fault_mismatch"`
+	// DeviceFaultsRefused are truth faults not in a chain, each one a
+	// reading the MCU refused with its ring full (bounded by Refused, the
+	// readings the MCUs refused: backpressure, not loss).
+	DeviceFaultsRefused int `json:"device_faults_refused"`
+	Refused             int `json:"mcu_refused_readings"`
 
 	PaidOrders         int `json:"paid_orders"`
 	PaymentMismatch    int `json:"payment_mismatch"`
@@ -136,7 +141,10 @@ func (r *Report) WriteTable(w io.Writer) {
 	add("duplicate Kinesis records (allowed)", num(func(m *ModeResult) int { return m.DuplicateRecords }))
 	add("bowl events in chains", num(func(m *ModeResult) int { return m.BowlEvents }))
 	add("duplicate bowl events", num(func(m *ModeResult) int { return m.DuplicateBowlEvents }))
-	add("device faults (truth) / off in chain", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.DeviceFaults, m.DeviceFaultMismatch) })
+	add("device faults raised / refused by MCU / wrong", func(m *ModeResult) string {
+		return fmt.Sprintf("%d / %d / %d", m.DeviceFaults, m.DeviceFaultsRefused, m.DeviceFaultMismatch)
+	})
+	add("readings refused by MCUs (ring full)", num(func(m *ModeResult) int { return m.Refused }))
 	add("paid orders", num(func(m *ModeResult) int { return m.PaidOrders }))
 	add("effects expected", num(func(m *ModeResult) int { return m.Effects }))
 	add("effects lost", num(func(m *ModeResult) int { return m.LostEffects }))

@@ -105,6 +105,7 @@ type simSummary struct {
 	Device string `json:"device"`
 	MCU    struct {
 		Accepted     uint64 `json:"accepted"`
+		Refused      uint64 `json:"refused"`
 		RingLen      int    `json:"ring_len"`
 		Freed        uint64 `json:"freed"`
 		AckedThrough uint32 `json:"acked_through"`
@@ -233,7 +234,7 @@ func (r *run) start(ctx context.Context) error {
 		add(fmt.Sprintf("worker-%d", i), "worker", "--inbox", r.mode, "--wait", "2s",
 			"--lease", workerLease.String(), "--retry-delay", "2s", "--pollers", "2")
 	}
-	add("api", "api", "--addr", apiAddr)
+	add("api", "api", "--addr", apiAddr, "--metrics-addr", "127.0.0.1:0")
 	for _, p := range r.procs {
 		if err := p.start(nil); err != nil {
 			return err

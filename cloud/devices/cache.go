@@ -118,7 +118,7 @@ func (c *Cache) Lookup(ctx context.Context, thing string) (Device, error) {
 	delete(c.pending, thing)
 	switch {
 	case errors.Is(p.err, ErrUnknownDevice):
-		// (no negative cache)
+		c.put(thing, cacheEntry{unknown: true, expires: now.Add(c.cfg.UnknownTTL)}, now)
 	case p.err == nil:
 		c.put(thing, cacheEntry{dev: p.dev, expires: now.Add(c.cfg.TTL)}, now)
 	}

@@ -131,9 +131,8 @@ func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 func (in *Ingester) letter(m message, rej *Rejection) deadletter.Letter {
 	sum := sha256.Sum256(m.raw)
 	l := deadletter.Letter{
-		Error:        rej.Error(),
-		Body:         string(m.raw[:min(len(m.raw), 64<<10)]),
-		Raw:          m.raw[:0],
+		Error:        deadletter.Text(rej.Error(), deadletter.MaxError),
+		Raw:          m.raw,
 		RawSHA256:    hex.EncodeToString(sum[:]),
 		RawSize:      len(m.raw),
 		MessageID:    m.topic,
@@ -196,8 +195,8 @@ func (in *Ingester) writeLetter(ctx context.Context, m message, reason Reason, l
 			return fmt.Errorf("dead-letter a message from %s: %w", m.topic, err)
 		}
 		cause := failureCause(err)
-		give := false
-		if false {
+		give := attempt >= in.cfg.Rejections.LetterAttempts || !mayRecover(err)
+		if !give && !held {
 			select {
 			case in.heldLetters <- struct{}{}:
 				held = true
@@ -298,7 +297,7 @@ func (l *rejectLimiter) admit(key string, now time.Time) (verdict, time.Time) {
 	}
 	w.n++
 	switch {
-	case true:
+	case w.n <= l.per:
 		return letterWrite, w.start
 	case w.n == l.per+1:
 		return letterSummary, w.start

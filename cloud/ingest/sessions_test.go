@@ -202,7 +202,7 @@ func (g *gateway) run(tenant string, stop <-chan struct{}, errs chan<- error) {
 // TestSharedGroupReplacedTasksStrandNothing runs a shared-subscription group
 // of two ingest processes (this test binary as child processes, leasing
 // client-id slots) against Debian's Mosquitto under steady QoS 1 load from
-// three gateways, and replaces each process six times with a new process of
+// three gateways, and replaces each process five times with a new process of
 // a new identity: half by SIGTERM (the replacement starts first and waits
 // for the slot, as in a rolling deploy), half by SIGKILL. Every message a
 // gateway got a PUBACK for must reach Kinesis or the chain, and no
@@ -281,7 +281,7 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 		return n
 	}
 
-	const rounds = 12 // six replacements of each process
+	const rounds = 10 // five replacements of each process
 	start := time.Now()
 	for r := range rounds {
 		before := sent()
@@ -332,6 +332,9 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 			}
 			if n > 0 {
 				out = append(out, fmt.Sprintf("%s: %d of %d telemetry samples", g.thing, n, g.telSeq.Load()))
+				if len(out) == 1 {
+					return out // still catching up: spare kinesis-local the other reads
+				}
 			}
 			for s := uint64(1); s <= g.evSeq.Load(); s++ {
 				if id := ingest.IdempotencyKey(g.thing, fmt.Sprintf("empty-%d", s)); count[id] != 1 {

@@ -31,8 +31,10 @@ type Config struct {
 	StatusAddr string
 	// Inputs are the bowl links. At least one.
 	Inputs []Input
-	// Things maps a device id to its thing name; unmapped devices use
-	// their id.
+	// Things maps a device id to its thing name; an unmapped device is
+	// "<gateway>:<device id>" if its id passes wire.CheckGatewayName (no
+	// ':') and that name is no thing of the map; other devices are refused
+	// (ErrDeviceRefused). No two devices may map to one thing.
 	Things map[string]string
 	// LinkRetry is the pause before reopening a failed link. Default 1s.
 	LinkRetry time.Duration
@@ -55,15 +57,70 @@ func (c Config) Validate() error {
 	if len(c.Inputs) == 0 {
 		return fmt.Errorf("agent config: inputs: at least one bowl input is required")
 	}
-	for dev, thing := range c.Things {
+	gateway := c.gateway()
+	owner := make(map[string]string, len(c.Things))
+	for _, dev := range sortedKeys(c.Things) {
+		thing := c.Things[dev]
 		if err := wire.CheckName(fmt.Sprintf("things[%q]", dev), thing); err != nil {
 			return fmt.Errorf("agent config: %w", err)
 		}
+		if other, ok := owner[thing]; ok {
+			return fmt.Errorf("agent config: things[%q] %q: also the thing of device %q; each device needs a thing of its own", dev, thing, other)
+		}
+		if thing == gateway && gateway != "" {
+			return fmt.Errorf("agent config: things[%q] %q: is the gateway's own thing name", dev, thing)
+		}
+		owner[thing] = dev
 	}
 	if c.LinkRetry < 0 || c.ExpireEvery < 0 || c.CompactEvery < 0 {
 		return fmt.Errorf("agent config: link_retry, expire_every, compact_every: must not be negative")
 	}
 	return nil
+}
+
+// gateway is the gateway's own thing name (forward.Config's default).
+func (c Config) gateway() string {
+	if c.Forward.Thing != "" {
+		return c.Forward.Thing
+	}
+	return c.Forward.ClientID
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// thingFunc names a device's thing: its entry in things, else
+// "<gateway>:<device id>", the gateway's own namespace, which is all the
+// AWS IoT gateway policy lets it publish as (docs/security.md). The id must
+// pass wire.CheckGatewayName (no ':') and the whole name the name rule,
+// and it must not be a thing name of the map.
+func thingFunc(things map[string]string, gateway string) ThingFunc {
+	owner := make(map[string]string, len(things))
+	for dev, thing := range things {
+		owner[thing] = dev
+	}
+	return func(dev string) (string, error) {
+		if t, ok := things[dev]; ok {
+			return t, nil
+		}
+		if err := wire.CheckGatewayName("unmapped device id", dev); err != nil {
+			return "", err
+		}
+		name := gateway + string(wire.ThingSeparator) + dev
+		if err := wire.CheckName("thing name of unmapped device "+dev, name); err != nil {
+			return "", fmt.Errorf("%w; map this device in things", err)
+		}
+		if other, ok := owner[name]; ok {
+			return "", fmt.Errorf("unmapped device id %q would be thing %q, which the things map gives device %q; map this device to a thing of its own", dev, name, other)
+		}
+		return name, nil
+	}
 }
 
 // Agent is the running gateway.
@@ -119,15 +176,10 @@ func New(cfg Config) (*Agent, error) {
 			a.out.Close()
 		}
 	}()
-	things := func(dev string) string {
-		if t, ok := cfg.Things[dev]; ok {
-			return t
-		}
-		return dev
-	}
-	if a.sink, err = NewSink(a.out, things, cfg.Detect); err != nil {
+	if a.sink, err = NewSink(a.out, thingFunc(cfg.Things, cfg.gateway()), cfg.Detect); err != nil {
 		return nil, err
 	}
+	a.sink.SetLogger(cfg.Logger.With("part", "sink"))
 	if a.fwd, err = forward.New(cfg.Forward, a.out); err != nil {
 		return nil, err
 	}
@@ -136,6 +188,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	m := status.NewMetrics(a.reg, a.out.Stats)
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bowline_edge_sink_refused_total",
+		Help: "Deliveries of bowl records refused, not stored and not acknowledged, because the device has no thing name it may publish under (each bridge retry counts)."},
+		func() float64 { return float64(a.sink.Refused()) }))
 	a.out.SetHooks(m.OutboxHooks())
 	a.fwd.SetHooks(m.ForwardHooks())
 	if cfg.StatusAddr != "off" {

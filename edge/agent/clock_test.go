@@ -60,7 +60,7 @@ func TestClockStampsReadings(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second) // hang guard only
 	for {
-		b, ok, err := a.Outbox().TelemetryBatch(ctx, "bowl-clk", 0, outbox.BatchLimit{MaxSamples: 10})
+		b, ok, err := a.Outbox().TelemetryBatch(ctx, "gw-clk:bowl-clk", 0, outbox.BatchLimit{MaxSamples: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

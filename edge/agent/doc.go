@@ -14,4 +14,13 @@
 // transaction. Only when that commit is on disk does Deliver return nil and
 // the bridge acknowledge the MCU. A failed append rolls the in-memory state
 // back, so a retry produces the same records and event ids.
+//
+// # Names and text
+//
+// A device publishes under its entry in Config.Things, else as
+// "<gateway>:<device id>" (the only names the gateway's IoT policy allows)
+// when that can collide with no other thing; any other device is
+// refused (ErrDeviceRefused: nothing stored, nothing acknowledged, the MCU
+// keeps its readings). A fault's detail is cleaned to what ingest accepts.
+// docs/contract.md, "Field bounds" and "Thing names at the gateway".
 package agent

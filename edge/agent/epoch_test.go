@@ -107,10 +107,10 @@ func TestCounterResetKeepsData(t *testing.T) {
 	}
 	runBowl(t, sock, swapped, 201, 202)
 
-	if got, want := storedGrams(t, a.Outbox(), "bowl-r"), []float64{101, 102, 103, 201, 202}; !equalFloats(got, want) {
+	if got, want := storedGrams(t, a.Outbox(), "gw-epoch:bowl-r"), []float64{101, 102, 103, 201, 202}; !equalFloats(got, want) {
 		t.Fatalf("stored weights %v; want %v (the new counter's readings kept)", got, want)
 	}
-	evs, err := a.Outbox().Events(t.Context(), "bowl-r", 0, 10)
+	evs, err := a.Outbox().Events(t.Context(), "gw-epoch:bowl-r", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +140,10 @@ func TestV1FirmwareStillWorks(t *testing.T) {
 	}
 	runBowl(t, sock, mcu, 11, 12)
 	runBowl(t, sock, mcu, 13)
-	if got, want := storedGrams(t, a.Outbox(), "bowl-v1"), []float64{11, 12, 13}; !equalFloats(got, want) {
+	if got, want := storedGrams(t, a.Outbox(), "gw-epoch:bowl-v1"), []float64{11, 12, 13}; !equalFloats(got, want) {
 		t.Fatalf("stored weights %v; want %v", got, want)
 	}
-	if evs, _ := a.Outbox().Events(t.Context(), "bowl-v1", 0, 10); len(evs) != 0 {
+	if evs, _ := a.Outbox().Events(t.Context(), "gw-epoch:bowl-v1", 0, 10); len(evs) != 0 {
 		t.Fatalf("events %+v; want none", evs)
 	}
 	if st := a.bridge.Stats(); st.CounterResets != 0 {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/detect"
@@ -38,14 +41,31 @@ const (
 	TypeCounterReset = wire.TypeCounterReset
 )
 
+// ErrDeviceRefused is a device whose records the sink will not store: it
+// has no thing name that may be published (see ThingFunc). Deliver returns
+// it, so the bridge acknowledges nothing and the readings stay on the MCU
+// (docs/contract.md, "Thing names at the gateway").
+var ErrDeviceRefused = errors.New("device refused")
+
+// ThingFunc maps a device id to the thing name its records are published
+// under, or returns an error saying why the device has none.
+type ThingFunc func(device string) (string, error)
+
+// maxRefusedLogged bounds the device ids remembered as already logged.
+const maxRefusedLogged = 256
+
 // Sink is the bridge.Sink that makes records durable in the outbox.
 type Sink struct {
 	out    Appender
-	thing  func(device string) string
+	thing  ThingFunc
 	detCfg detect.Config
+	log    *slog.Logger
+
+	refusedN atomic.Uint64 // deliveries refused (ErrDeviceRefused)
 
 	mu      sync.Mutex
 	devices map[string]*device
+	logged  map[string]bool // refused device ids already logged
 }
 
 var _ bridge.Sink = (*Sink)(nil)
@@ -61,15 +81,44 @@ type device struct {
 }
 
 // NewSink returns a Sink writing to out; thing maps a device id to its
-// thing name (nil: the device id).
-func NewSink(out Appender, thing func(string) string, detCfg detect.Config) (*Sink, error) {
+// thing name (nil: the device id). Whatever thing returns must also pass
+// wire.CheckName, or the device is refused.
+func NewSink(out Appender, thing ThingFunc, detCfg detect.Config) (*Sink, error) {
 	if thing == nil {
-		thing = func(d string) string { return d }
+		thing = func(d string) (string, error) { return d, nil }
 	}
 	if _, err := detect.New(detCfg); err != nil {
 		return nil, err
 	}
-	return &Sink{out: out, thing: thing, detCfg: detCfg, devices: map[string]*device{}}, nil
+	return &Sink{out: out, thing: thing, detCfg: detCfg, log: slog.Default(), devices: map[string]*device{}, logged: map[string]bool{}}, nil
+}
+
+// SetLogger sets where refused devices are logged. Default slog.Default().
+func (s *Sink) SetLogger(l *slog.Logger) { s.log = l }
+
+// Refused counts deliveries refused with ErrDeviceRefused (each retry of
+// the bridge counts again).
+func (s *Sink) Refused() uint64 { return s.refusedN.Load() }
+
+// thingOf returns dev's thing name, or an error wrapping ErrDeviceRefused
+// that names the device and the rule; it logs a device's first refusal.
+func (s *Sink) thingOf(dev string) (string, error) {
+	thing, err := s.thing(dev)
+	if err == nil {
+		err = wire.CheckName(fmt.Sprintf("thing of device %q", dev), thing)
+	}
+	if err == nil {
+		return thing, nil
+	}
+	s.refusedN.Add(1)
+	err = fmt.Errorf("device %q: %w: %w", dev, ErrDeviceRefused, err)
+	if !s.logged[dev] { // s.mu is held
+		if len(s.logged) < maxRefusedLogged {
+			s.logged[dev] = true
+		}
+		s.log.Error("bowl refused: its records are not stored or acknowledged; name it in the things map", "device", dev, "err", err)
+	}
+	return "", err
 }
 
 func lastKey(dev string) string   { return "last_seq/" + dev }
@@ -81,7 +130,11 @@ func (s *Sink) device(dev string) (*device, error) {
 	if d, ok := s.devices[dev]; ok {
 		return d, nil
 	}
-	d := &device{thing: s.thing(dev)}
+	thing, err := s.thingOf(dev)
+	if err != nil {
+		return nil, err
+	}
+	d := &device{thing: thing}
 	det, err := detect.New(s.detCfg)
 	if err != nil {
 		return nil, err
@@ -250,7 +303,7 @@ func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detecto
 	case frame.Lid:
 		tel(r.At, KindLid, float64(b.State))
 	case frame.Fault:
-		data, _ := json.Marshal(map[string]any{"code": int(b.Code), "detail": b.Detail})
+		data, _ := json.Marshal(map[string]any{"code": int(b.Code), "detail": cleanDetail(b.Detail)})
 		entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeDeviceFault, ID: epochID("fault-"+strconv.FormatUint(uint64(r.Seq), 10), r.Epoch), Data: data})
 	}
 	return entries

@@ -44,6 +44,11 @@ const (
 // device bytes cannot grow a letter past its bound). RawSize and RawSHA256
 // are left as the caller set them: they describe the whole input.
 func Bound(l Letter) Letter {
+	l.Error = Text(l.Error, MaxError)
+	l.Body = Text(l.Body, MaxBody)
+	if len(l.Raw) > MaxRaw {
+		l.Raw = l.Raw[:MaxRaw]
+	}
 	return l
 }
 

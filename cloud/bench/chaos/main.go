@@ -51,6 +51,7 @@ func run() error {
 	out := fs.String("out", ".bench", "directory for chaos-<seed>.txt and .json")
 	faults := fs.Int("faults", 0, "number of faults (0: 60, or 14 with --quick)")
 	orders := fs.Int("orders", 0, "paid orders (0: 500, or 30 with --quick)")
+	deviceFaults := fs.Int("device-faults", 0, "firmware faults each bowl raises (0: 210, or 5 with --quick)")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
 	verbose := fs.Bool("v", false, "log progress of the parts to stderr")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -72,6 +73,9 @@ func run() error {
 	}
 	if *orders > 0 {
 		cfg.Orders = *orders
+	}
+	if *deviceFaults > 0 {
+		cfg.DeviceFaults = *deviceFaults
 	}
 	cfg.Root = os.Getenv("BOWLINE_ROOT")
 	if cfg.Root == "" {

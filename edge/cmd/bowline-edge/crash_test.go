@@ -116,6 +116,8 @@ func received(t *testing.T, msgs []mqttbroker.Message) map[string]map[int]bool {
 		if err := json.Unmarshal(m.Payload, &tm); err != nil {
 			t.Fatalf("telemetry payload %s: %v", m.Payload, err)
 		}
+		// Unmapped bowls publish as "<gateway>:<device id>".
+		tm.Thing = strings.TrimPrefix(tm.Thing, "gw-1:")
 		key := fmt.Sprintf("%s/%d", tm.Thing, tm.Seq)
 		sent := tm.SentAt
 		tm.SentAt = time.Time{}
