@@ -91,7 +91,6 @@ func (s *System) startBowls(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("simulated bowls: %w", err)
 	}
-	s.clock = &simClock{start: cfg.Start, speed: cfg.Speed}
 	for i, b := range fleet.Bowls() {
 		pb := s.plan[i]
 		pb.bowl = b

@@ -54,6 +54,10 @@ func (s *System) startServices(ctx context.Context) error {
 	in, err := a.Ingest(ingest.Config{
 		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-ingest-" + names.Stack, Group: IngestGroup,
 		MaxFutureSkew: cfg.futureSkew(), Logger: log.With("part", "ingest"), Observer: ingest.Observers(obs...),
+		// Receive time is simulated time: the gateways stamp sent_at on the
+		// simulated clock, and a backlog published after the simulated day
+		// must not read as a gateway clock running ahead (docs/clock.md).
+		Now: s.SimNow,
 	})
 	if err != nil {
 		return err

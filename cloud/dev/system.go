@@ -91,6 +91,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	s.chains.v = s.app.Part(app.PartDev).Verifier()
+	// The clock exists before any service reads it (ingest takes it as its
+	// receive time); it stands at Config.Start until the bowls begin.
+	s.clock = &simClock{start: s.cfg.Start, speed: s.cfg.Speed}
 	if err := s.startServices(ctx); err != nil {
 		return nil, err
 	}
