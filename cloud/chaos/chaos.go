@@ -39,7 +39,11 @@ func Run(ctx context.Context, cfg Config, timeline *os.File) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	if cfg.Keep {
+		fmt.Fprintf(timeline, "keeping logs, outboxes and truth in %s\n", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
 	fmt.Fprintf(timeline, "building bowline and bowline-edge...\n")
 	bins, err := Build(ctx, cfg.Root, tmp)
 	if err != nil {
@@ -443,7 +447,15 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 	}
 	res.DeadLetters = len(letters)
 	res.check("events DLQ empty", dlq == 0, "")
-	res.check("no dead letters (the run makes no bad event)", len(letters) == 0, "")
+	var ln []string
+	for i, l := range letters {
+		if i == 3 {
+			ln = append(ln, "...")
+			break
+		}
+		ln = append(ln, fmt.Sprintf("%s/%s receive %d: %s", l.EventID, l.Subscription, l.ReceiveCount, l.Error))
+	}
+	res.check("no dead letters (the run makes no bad event)", len(letters) == 0, strings.Join(ln, "; "))
 	counts, _, err := r.inboxRows(ctx)
 	if err != nil {
 		return err

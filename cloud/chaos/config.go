@@ -45,6 +45,9 @@ type Config struct {
 	Window time.Duration
 	// Settle bounds the wait for the system to drain after the faults.
 	Settle time.Duration
+	// Keep leaves the work directory (process logs, outboxes, truth)
+	// behind for a post-mortem.
+	Keep bool
 	// Logger receives progress; default discards.
 	Logger *slog.Logger `json:"-"`
 }

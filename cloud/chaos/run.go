@@ -232,7 +232,7 @@ func (r *run) start(ctx context.Context) error {
 	add("relay", "relay", "--poll", "100ms")
 	for i := range workers {
 		add(fmt.Sprintf("worker-%d", i), "worker", "--inbox", r.mode, "--wait", "2s",
-			"--lease", workerLease.String(), "--retry-delay", "2s", "--pollers", "2")
+			"--lease", workerLease.String(), "--pollers", "2")
 	}
 	add("api", "api", "--addr", apiAddr, "--metrics-addr", "127.0.0.1:0")
 	for _, p := range r.procs {

@@ -6,7 +6,9 @@
 //
 // Ingest takes a message's tenant from its topic and accepts it only when the
 // registry says the thing belongs to that tenant; payload fields never choose
-// a tenant. `bowline devices register` writes rows.
+// a tenant. `bowline devices register` writes rows. Cache serves lookups
+// from memory, "not registered" included, bounded in size and age, so
+// messages from unknown things cost one read per thing per UnknownTTL.
 //
 // # Caveats
 //

@@ -21,8 +21,11 @@
 //     in the device registry (cloud/devices). Anything rejected (bad topic,
 //     unknown thing, tenant mismatch, oversize, malformed JSON, wrong version,
 //     thing mismatch, schema violation, far-future timestamp) is recorded as a
-//     dead letter with its reason, counted, and acknowledged, so a bad message
-//     cannot loop.
+//     dead letter with its reason and its bytes, counted, and acknowledged,
+//     so a bad message cannot loop; letters are bounded in size, per device
+//     and in how long they may hold a message, and can be replayed
+//     (Ingester.Replay). DynamoDB denying access or missing a table is not a
+//     rejection: the message is held (docs/dead-letters.md).
 //   - Gap detection: per thing and lane the seqs that arrived are kept as
 //     intervals in the app table (pk SEQ#<thing>, sk the lane), merged
 //     with optimistic locking so every ingest process of the group shares

@@ -73,8 +73,8 @@ func (d *dynamoFaults) RoundTrip(r *http.Request) (*http.Response, error) {
 		if f, ok := rule(op, in.TableName); ok {
 			b := fmt.Sprintf(`{"__type":%q,"message":%q}`, f.Type, f.Message)
 			return &http.Response{StatusCode: f.Status, Status: http.StatusText(f.Status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-				Header:  http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Errortype": {f.Type}},
-				Body:    io.NopCloser(strings.NewReader(b)), ContentLength: int64(len(b)), Request: r}, nil
+				Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Errortype": {f.Type}},
+				Body:   io.NopCloser(strings.NewReader(b)), ContentLength: int64(len(b)), Request: r}, nil
 		}
 	}
 	return d.next.RoundTrip(r)
@@ -97,7 +97,9 @@ type failRecorder struct {
 	suppressed int
 }
 
-func newFailRecorder() *failRecorder { return &failRecorder{recorder: newRecorder(), held: map[string]int{}} }
+func newFailRecorder() *failRecorder {
+	return &failRecorder{recorder: newRecorder(), held: map[string]int{}}
+}
 
 func (f *failRecorder) Held(op, cause string) { f.fmu.Lock(); f.held[op+"/"+cause]++; f.fmu.Unlock() }
 func (f *failRecorder) LetterLost(ingest.Reason) {

@@ -42,7 +42,7 @@ func run() error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "chaos: the whole system as processes under a seeded fault schedule (docs/chaos.md)\n\n"+
-			"usage: go run ./cloud/bench/chaos [--seed N] [--quick] [--inbox bowline,seed] [--out .bench] [--json]\n\n")
+			"usage: go run ./cloud/bench/chaos [--seed N] [--quick] [--inbox bowline,seed] [--out .bench] [--json] [--keep]\n\n")
 		fs.PrintDefaults()
 	}
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule and the bowls' readings; the same seed gives the same schedule")
@@ -54,6 +54,7 @@ func run() error {
 	deviceFaults := fs.Int("device-faults", 0, "firmware faults each bowl raises (0: 210, or 5 with --quick)")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the table")
 	verbose := fs.Bool("v", false, "log progress of the parts to stderr")
+	keep := fs.Bool("keep", false, "keep the work directory (process logs, outboxes, truth) for a post-mortem")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -67,7 +68,7 @@ func run() error {
 	if *quick {
 		cfg = chaos.Quick()
 	}
-	cfg.Seed, cfg.Inboxes = *seed, strings.Split(*inboxes, ",")
+	cfg.Seed, cfg.Inboxes, cfg.Keep = *seed, strings.Split(*inboxes, ","), *keep
 	if *faults > 0 {
 		cfg.Faults = *faults
 	}
