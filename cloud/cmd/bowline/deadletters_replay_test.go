@@ -17,6 +17,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
@@ -55,6 +56,7 @@ func TestDeadLettersReplayIngestCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs bowline as a process")
 	}
+	iamtest.Record(t) // the listing and the replay's calls are checked against OperatorRole
 	ctx := t.Context()
 	names := freshStack(t)
 	ddb := dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions)
