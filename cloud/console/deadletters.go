@@ -16,7 +16,8 @@ import (
 
 // ingestSubscription is the subscription name cloud/ingest records its
 // rejected device messages under: they never reached the queue, so there
-// is nothing to redrive.
+// is nothing to redrive; `bowline dead-letters replay --source ingest`
+// feeds them back through ingest (docs/dead-letters.md).
 const ingestSubscription = "ingest"
 
 var statusRe = regexp.MustCompile(`status (\d{3})`)
