@@ -57,7 +57,7 @@ func (s *System) startServices(ctx context.Context) error {
 		// Receive time is simulated time: the gateways stamp sent_at on the
 		// simulated clock, and a backlog published after the simulated day
 		// must not read as a gateway clock running ahead (docs/clock.md).
-		Now: s.SimNow,
+		ReceiveClock: s.SimNow,
 	})
 	if err != nil {
 		return err

@@ -119,6 +119,10 @@ type Config struct {
 	Observer Observer
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// ReceiveClock is the clock a gateway's timestamps are judged and
+	// corrected against (docs/clock.md); default Now. bowline dev sets its
+	// simulated clock here, since its gateways stamp simulated time.
+	ReceiveClock func() time.Time
 }
 
 // Validate fills defaults and reports the first invalid field.
@@ -199,6 +203,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.ReceiveClock == nil {
+		c.ReceiveClock = c.Now
 	}
 	c.Producer.Stream = c.Names.TelemetryStream()
 	if c.Producer.Logger == nil {

@@ -257,7 +257,9 @@ type message struct {
 	topic string
 	raw   []byte
 	recv  time.Time
-	ack   func()
+	// clockRef is what a gateway clock is judged against (Config.ReceiveClock).
+	clockRef time.Time
+	ack      func()
 	// kind is the topic's kind; "unknown" until the topic parsed.
 	kind string
 	// tp is the parsed topic; zero until it parsed.
@@ -277,7 +279,7 @@ type message struct {
 // acknowledged after Handle returns, from another goroutine, and only while
 // Run is running (it writes the seq rows).
 func (in *Ingester) Handle(ctx context.Context, topic string, raw []byte, ack func()) error {
-	m := message{topic: topic, raw: raw, recv: in.cfg.Now(), ack: ack, kind: "unknown"}
+	m := message{topic: topic, raw: raw, recv: in.cfg.Now(), clockRef: in.cfg.ReceiveClock(), ack: ack, kind: "unknown"}
 	tp, err := ParseTopic(topic)
 	if err != nil {
 		in.cfg.Observer.Received(m.kind)
@@ -341,7 +343,7 @@ type telemetryRecord struct {
 
 func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
 	tp := m.tp
-	t, fix, err := decodeTelemetry(m.raw, tp.Thing, m.recv, in.cfg.limits())
+	t, fix, err := decodeTelemetry(m.raw, tp.Thing, m.clockRef, in.cfg.limits())
 	if err != nil {
 		return in.rejected(ctx, m, err)
 	}
@@ -373,7 +375,7 @@ func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
 
 func (in *Ingester) handleEvent(ctx context.Context, m message) error {
 	tp := m.tp
-	ev, fix, err := decodeEvent(m.raw, tp.Thing, m.recv, in.cfg.limits())
+	ev, fix, err := decodeEvent(m.raw, tp.Thing, m.clockRef, in.cfg.limits())
 	m.typ = ev.Type
 	if err == nil {
 		err = fix.correctEvent(&ev)
