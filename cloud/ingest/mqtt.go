@@ -8,6 +8,14 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 )
 
+// maxReconnectInterval caps paho's doubling backoff between reconnection
+// attempts (and after a connection lost again soon after a reconnect). With
+// paho's default-like 30 s cap, three broker restarts within 15 s left every
+// ingest offline for 31 s while the gateways were already publishing
+// (docs/ingest-sessions.md, "Reconnecting"). AWS IoT allows one CONNECT per
+// second per client id, so 2 s stays inside that quota.
+const maxReconnectInterval = 2 * time.Second
+
 // connect starts the paho client as clientID: persistent session, automatic
 // acks off, unordered dispatch (each message is handled in its own goroutine
 // and acked when its data is durable), and the shared subscriptions made on
@@ -23,7 +31,7 @@ func (in *Ingester) connect(ctx context.Context, clientID string) (mqtt.Client, 
 		SetAutoReconnect(true).
 		SetConnectRetry(true).
 		SetConnectRetryInterval(time.Second).
-		SetMaxReconnectInterval(30 * time.Second).
+		SetMaxReconnectInterval(maxReconnectInterval).
 		SetKeepAlive(30 * time.Second).
 		SetDefaultPublishHandler(in.onMessage).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
