@@ -70,8 +70,7 @@ func (r *run) inject(ctx context.Context, f Fault) (func(), error) {
 			}
 		}, nil
 	case FaultBroker:
-		r.broker.Kill()
-		return func() { _ = r.broker.Restart(context.WithoutCancel(ctx)) }, nil
+		return r.brokerOutage(ctx)
 	case FaultNet:
 		if err := r.net.toxic(f.Target, f.Detail); err != nil {
 			return nil, err

@@ -44,12 +44,9 @@ func (n *network) link(name, upstream string) (string, error) {
 	return p.Listen, nil
 }
 
-// toxic adds a toxic of kind (latency, reset_peer, timeout) to a link.
+// toxic adds a toxic of kind (latency, reset_peer, timeout) to a link, and
+// to the links named after it ("mqtt" is also "mqtt-gw").
 func (n *network) toxic(name, kind string) error {
-	p, ok := n.links[name]
-	if !ok {
-		return fmt.Errorf("no link %q", name)
-	}
 	attrs := map[string]string{
 		"latency":    `{"latency":400,"jitter":200}`,
 		"reset_peer": `{"timeout":100}`,
@@ -58,7 +55,27 @@ func (n *network) toxic(name, kind string) error {
 	if attrs == "" {
 		return fmt.Errorf("toxic %q: want latency, reset_peer or timeout", kind)
 	}
-	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":"downstream","toxicity":1,"attributes":%s}`, kind, kind, attrs)
+	found := false
+	for _, l := range n.family(name) {
+		found = true
+		if err := n.toxicAttrs(l, kind, kind, attrs); err != nil {
+			return err
+		}
+	}
+	if !found {
+		return fmt.Errorf("no link %q", name)
+	}
+	return nil
+}
+
+// toxicAttrs adds the toxic typ named toxic, with its attributes as JSON,
+// to the link name.
+func (n *network) toxicAttrs(name, toxic, typ, attrs string) error {
+	p, ok := n.links[name]
+	if !ok {
+		return fmt.Errorf("no link %q", name)
+	}
+	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":"downstream","toxicity":1,"attributes":%s}`, toxic, typ, attrs)
 	_, err := p.Toxics.AddToxicJson(strings.NewReader(body))
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		return nil
@@ -66,10 +83,21 @@ func (n *network) toxic(name, kind string) error {
 	return err
 }
 
-// heal removes a toxic from a link.
+// family is name and the links named name-<something>.
+func (n *network) family(name string) []string {
+	var out []string
+	for l := range n.links {
+		if l == name || strings.HasPrefix(l, name+"-") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// heal removes a toxic from a link and the links named after it.
 func (n *network) heal(name, kind string) {
-	if p, ok := n.links[name]; ok {
-		_ = p.Toxics.RemoveToxic(context.Background(), kind)
+	for _, l := range n.family(name) {
+		_ = n.links[l].Toxics.RemoveToxic(context.Background(), kind)
 	}
 }
 

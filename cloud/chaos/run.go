@@ -87,6 +87,8 @@ type run struct {
 	disks     map[int]*powercut.Disk // gateway -> its outbox's power-cut disk
 	unpowered map[int]bool           // gateways whose disk is cut and not booted yet
 	cuts      int                    // real power cuts (on a power-cut disk)
+	brokerGen int                    // broker outages so far (broker.go)
+	gwMQTT    string                 // the gateways' link to the broker (host:port)
 }
 
 // paidOrder is an order whose payment webhook was processed.
@@ -171,6 +173,9 @@ func (r *run) start(ctx context.Context) error {
 	}
 	mqttAddr, err := r.net.link("mqtt", r.broker.Addr())
 	if err != nil {
+		return err
+	}
+	if r.gwMQTT, err = r.net.link(gatewayLink, r.broker.Addr()); err != nil {
 		return err
 	}
 
@@ -284,7 +289,7 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 			return ctx.Err()
 		}
 		conf := map[string]any{
-			"tenant": tenantOf(g), "gateway": fmt.Sprintf("chaos-gw-%d", g), "broker": envValue(env, "BOWLINE_MQTT_URL"),
+			"tenant": tenantOf(g), "gateway": fmt.Sprintf("chaos-gw-%d", g), "broker": "tcp://" + r.gwMQTT,
 			"outbox":      map[string]any{"path": filepath.Join(r.dir, fmt.Sprintf("edge-%d.db", g))},
 			"status_addr": "off", "things": map[string]string{},
 		}
@@ -362,15 +367,6 @@ func childEnv(names resources.Names, set map[string]string) []string {
 		env = append(env, k+"="+v)
 	}
 	return env
-}
-
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 func freeAddr() (string, error) {

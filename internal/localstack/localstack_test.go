@@ -41,7 +41,9 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first provision: %v", err)
 	}
-	if got, want := len(first.Resources), 8; got != want {
+	// Five tables (events, inbox, dead letters, app, anchors), four queues
+	// (events.fifo, its DLQ, record-changes, pipes-dlq) and the stream.
+	if got, want := len(first.Resources), 10; got != want {
 		t.Fatalf("first provision made %d resources; want %d: %+v", got, want, first.Resources)
 	}
 	for _, r := range first.Resources {
