@@ -245,6 +245,22 @@ func (r *run) start(ctx context.Context) error {
 			return err
 		}
 	}
+	// The gateways start once every ingest has subscribed: until the
+	// shared subscription exists the broker acknowledges and drops what
+	// they publish (AWS IoT too; ingest runs long before any gateway in
+	// production). Without this wait the first gateway's first frames
+	// were lost whenever an ingest took a while to lease its slot.
+	deadline := time.Now().Add(time.Minute)
+	for r.ingestSubscriptions() < ingests {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ingests not subscribed after a minute (see %s)", r.procs["ingest-0"].log)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	return r.startEdges(ctx, env)
 }
 

@@ -11,7 +11,7 @@ import (
 // Fault kinds.
 const (
 	FaultKill       = "kill"        // SIGKILL a process, restart it after For
-	FaultBroker     = "broker"      // SIGKILL Mosquitto, restart it after For
+	FaultBroker     = "broker"      // stop Mosquitto, restart it after For (broker.go)
 	FaultNet        = "net"         // a toxic on a link for For: Detail latency, reset_peer or timeout
 	FaultThrottle   = "throttle"    // throttling answers from DynamoDB or Kinesis for For
 	FaultProvider   = "provider"    // a provider answers 5xx (Detail "5xx") or hangs (Detail "hang") for For
