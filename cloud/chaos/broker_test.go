@@ -25,12 +25,7 @@ import (
 // keeps a persistent session's subscriptions (docs/chaos.md, "Broker
 // outages").
 func TestBrokerOutageLosesNothing(t *testing.T) {
-	if err := mosquitto.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testkit.Need(t, mosquitto.Available())
 	ctx := t.Context()
 	dir := t.TempDir()
 	broker, err := mosquitto.Start(ctx, mosquitto.Config{Dir: filepath.Join(dir, "mosquitto")})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,12 +213,7 @@ func TestSharedGroupReplacedTasksStrandNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: replaces ingest processes")
 	}
-	if err := mosquitto.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testkit.Need(t, mosquitto.Available())
 	broker, err := mosquitto.Start(t.Context(), mosquitto.Config{Dir: t.TempDir(), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -211,12 +211,7 @@ func pcDisk(t *testing.T) *powercut.Disk { return pcDiskMode(t, false) }
 // fsync (POSIX), not just any fsync (ext4).
 func pcDiskMode(t *testing.T, strict bool) *powercut.Disk {
 	t.Helper()
-	if err := powercut.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testkit.Need(t, powercut.Available())
 	dir := t.TempDir()
 	d, err := powercut.Mount(powercut.Options{Mountpoint: filepath.Join(dir, "mnt"), Backing: filepath.Join(dir, "disk"), Strict: strict, Logger: testkit.Logger(t, slog.LevelInfo)})
 	if err != nil {

@@ -2,23 +2,18 @@ package mosquitto_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/bowline-iot/bowline/internal/mosquitto"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func start(t *testing.T) *mosquitto.Broker {
 	t.Helper()
-	if err := mosquitto.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testkit.Need(t, mosquitto.Available())
 	b, err := mosquitto.Start(t.Context(), mosquitto.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -10,18 +10,14 @@ import (
 	"testing"
 
 	"github.com/bowline-iot/bowline/internal/powercut"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // mount boots a Disk in a temp dir; without FUSE it skips, or fails under
 // CI=true.
 func mount(t *testing.T, strict bool) *powercut.Disk {
 	t.Helper()
-	if err := powercut.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testkit.Need(t, powercut.Available())
 	dir := t.TempDir()
 	d, err := powercut.Mount(powercut.Options{Mountpoint: filepath.Join(dir, "mnt"), Backing: filepath.Join(dir, "disk"), Strict: strict})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bowline-iot/bowline/internal/mosquitto"
 	"github.com/bowline-iot/bowline/internal/powercut"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // mqRun says how to drive Mosquitto through cuts.
@@ -42,12 +43,7 @@ type mqResult struct {
 // message it never receives is lost.
 func runMosquitto(t *testing.T, d *powercut.Disk, run mqRun) mqResult {
 	t.Helper()
-	if err := mosquitto.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testkit.Need(t, mosquitto.Available())
 	ctx := t.Context()
 	b, err := mosquitto.Start(ctx, mosquitto.Config{Dir: filepath.Join(d.Dir(), "mosquitto"), AutosaveInterval: run.autosave})
 	if err != nil {
