@@ -295,36 +295,27 @@ func (f *FIFO) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = aws.ToString(e.Id)
-	}
-	if err := checkBatch(ids); err != nil {
-		f.errs["SendMessageBatch"]++
-		return nil, err
-	}
-	total := 0
-	for _, e := range in.Entries {
-		total += len(aws.ToString(e.MessageBody))
-	}
-	if total > MaxMessageBytes {
-		f.errs["SendMessageBatch"]++
-		return nil, &sqstypes.BatchRequestTooLong{Message: aws.String(fmt.Sprintf("Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxMessageBytes, total))}
-	}
 	out := &sqs.SendMessageBatchOutput{}
-	for _, e := range in.Entries {
-		id, seq, err := f.send(q, aws.ToString(e.MessageBody), aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId))
-		if err != nil {
-			f.errs["SendMessageBatch"]++
-			entry := batchError(aws.ToString(e.Id), err)
-			var api smithy.APIError
-			if errors.As(err, &api) && api.ErrorFault() == smithy.FaultServer {
-				entry.SenderFault = false
-			}
-			out.Failed = append(out.Failed, entry)
-			continue
+	tooLong := func() error {
+		total := 0
+		for _, e := range in.Entries {
+			total += len(aws.ToString(e.MessageBody))
 		}
-		out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(id), SequenceNumber: aws.String(strconv.FormatInt(seq, 10))})
+		if total > MaxMessageBytes {
+			return &sqstypes.BatchRequestTooLong{Message: aws.String(fmt.Sprintf("Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxMessageBytes, total))}
+		}
+		return nil
+	}
+	out.Failed, err = batch(f, "SendMessageBatch", in.Entries, func(e sqstypes.SendMessageBatchRequestEntry) *string { return e.Id }, tooLong,
+		func(e sqstypes.SendMessageBatchRequestEntry) error {
+			id, seq, err := f.send(q, aws.ToString(e.MessageBody), aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId))
+			if err == nil {
+				out.Successful = append(out.Successful, sqstypes.SendMessageBatchResultEntry{Id: e.Id, MessageId: aws.String(id), SequenceNumber: aws.String(strconv.FormatInt(seq, 10))})
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -578,22 +569,17 @@ func (f *FIFO) DeleteMessageBatch(_ context.Context, in *sqs.DeleteMessageBatchI
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = aws.ToString(e.Id)
-	}
-	if err := checkBatch(ids); err != nil {
-		f.errs["DeleteMessageBatch"]++
-		return nil, err
-	}
 	out := &sqs.DeleteMessageBatchOutput{}
-	for _, e := range in.Entries {
-		if err := f.delete(q, aws.ToString(e.ReceiptHandle)); err != nil {
-			f.errs["DeleteMessageBatch"]++
-			out.Failed = append(out.Failed, batchError(aws.ToString(e.Id), err))
-			continue
-		}
-		out.Successful = append(out.Successful, sqstypes.DeleteMessageBatchResultEntry{Id: e.Id})
+	out.Failed, err = batch(f, "DeleteMessageBatch", in.Entries, func(e sqstypes.DeleteMessageBatchRequestEntry) *string { return e.Id }, nil,
+		func(e sqstypes.DeleteMessageBatchRequestEntry) error {
+			err := f.delete(q, aws.ToString(e.ReceiptHandle))
+			if err == nil {
+				out.Successful = append(out.Successful, sqstypes.DeleteMessageBatchResultEntry{Id: e.Id})
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -645,22 +631,17 @@ func (f *FIFO) ChangeMessageVisibilityBatch(_ context.Context, in *sqs.ChangeMes
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(in.Entries))
-	for i, e := range in.Entries {
-		ids[i] = aws.ToString(e.Id)
-	}
-	if err := checkBatch(ids); err != nil {
-		f.errs["ChangeMessageVisibilityBatch"]++
-		return nil, err
-	}
 	out := &sqs.ChangeMessageVisibilityBatchOutput{}
-	for _, e := range in.Entries {
-		if err := f.changeVisibility(q, aws.ToString(e.ReceiptHandle), e.VisibilityTimeout); err != nil {
-			f.errs["ChangeMessageVisibilityBatch"]++
-			out.Failed = append(out.Failed, batchError(aws.ToString(e.Id), err))
-			continue
-		}
-		out.Successful = append(out.Successful, sqstypes.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+	out.Failed, err = batch(f, "ChangeMessageVisibilityBatch", in.Entries, func(e sqstypes.ChangeMessageVisibilityBatchRequestEntry) *string { return e.Id }, nil,
+		func(e sqstypes.ChangeMessageVisibilityBatchRequestEntry) error {
+			err := f.changeVisibility(q, aws.ToString(e.ReceiptHandle), e.VisibilityTimeout)
+			if err == nil {
+				out.Successful = append(out.Successful, sqstypes.ChangeMessageVisibilityBatchResultEntry{Id: e.Id})
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -699,12 +680,39 @@ func checkBatch(ids []string) error {
 }
 
 func batchError(id string, err error) sqstypes.BatchResultErrorEntry {
-	code, msg := "InternalError", err.Error()
+	code, msg, sender := "InternalError", err.Error(), true
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		code, msg = api.ErrorCode(), api.ErrorMessage()
+		code, msg, sender = api.ErrorCode(), api.ErrorMessage(), api.ErrorFault() != smithy.FaultServer
 	}
-	return sqstypes.BatchResultErrorEntry{Id: aws.String(id), Code: aws.String(code), Message: aws.String(msg), SenderFault: true}
+	return sqstypes.BatchResultErrorEntry{Id: aws.String(id), Code: aws.String(code), Message: aws.String(msg), SenderFault: sender}
+}
+
+// batch runs a batch request as SQS does: the entry ids are checked
+// (1-10, distinct), then check (nil: none) on the whole request, then do on
+// each entry in order. An entry do fails is reported, not returned; it and
+// a refused request count as errors of op.
+func batch[E any](f *FIFO, op string, entries []E, id func(E) *string, check func() error, do func(E) error) ([]sqstypes.BatchResultErrorEntry, error) {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = aws.ToString(id(e))
+	}
+	err := checkBatch(ids)
+	if err == nil && check != nil {
+		err = check()
+	}
+	if err != nil {
+		f.errs[op]++
+		return nil, err
+	}
+	var failed []sqstypes.BatchResultErrorEntry
+	for i, e := range entries {
+		if err := do(e); err != nil {
+			f.errs[op]++
+			failed = append(failed, batchError(ids[i], err))
+		}
+	}
+	return failed, nil
 }
 
 // GetQueueAttributes answers QueueArn, FifoQueue, VisibilityTimeout,
