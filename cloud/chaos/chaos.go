@@ -118,7 +118,6 @@ func (r *run) execute(ctx context.Context, timeline *os.File) (*ModeResult, erro
 // placeOrders places cfg.Orders orders spread over the fault window and
 // pays each with a signed webhook, retrying through API outages.
 func (r *run) placeOrders(ctx context.Context, start time.Time) error {
-	c := r.client()
 	every := r.cfg.Window / time.Duration(max(r.cfg.Orders, 1))
 	for i := range r.cfg.Orders {
 		select {
@@ -127,9 +126,10 @@ func (r *run) placeOrders(ctx context.Context, start time.Time) error {
 		case <-time.After(time.Until(start.Add(time.Duration(i) * every))):
 		}
 		tenant := tenantOf(i % r.cfg.Gateways)
+		c := r.client(tenant)
 		var orderID string
 		err := retry(ctx, func() (err error) {
-			orderID, err = c.order(ctx, r.tokens[tenant], fmt.Sprintf("cust-%d", i), fmt.Sprintf("pet-%d", i))
+			orderID, err = c.Order(ctx, fmt.Sprintf("cust-%d", i), fmt.Sprintf("pet-%d", i), 0)
 			return err
 		})
 		if err != nil {
@@ -137,7 +137,7 @@ func (r *run) placeOrders(ctx context.Context, start time.Time) error {
 		}
 		var eventID string
 		err = retry(ctx, func() (err error) {
-			eventID, err = c.pay(ctx, orderID, fmt.Sprintf("pay-%d-%d", r.cfg.Seed, i))
+			eventID, err = pay(ctx, c, orderID, fmt.Sprintf("pay-%d-%d", r.cfg.Seed, i))
 			return err
 		})
 		if err != nil {

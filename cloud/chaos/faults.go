@@ -95,7 +95,7 @@ func (r *run) inject(ctx context.Context, f Fault) (func(), error) {
 		fk.FailNext(1<<30, http.StatusServiceUnavailable)
 		return func() { fk.FailNext(0, 0) }, nil
 	case FaultBadWebhook:
-		status, err := r.client().badWebhook(ctx)
+		status, err := badWebhook(ctx, r.client(tenantOf(0)))
 		if err != nil {
 			return nil, err
 		}

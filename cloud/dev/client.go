@@ -23,10 +23,14 @@ type Client struct {
 // Order places an order of one TAG-001 and returns its id. amount is the
 // price the caller expects to pay (the server prices the order from its
 // price list and refuses it, 409 price_mismatch, when they differ): 4999
-// with the default list.
+// with the default list. 0 sends no amount and takes the server's price.
 func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (string, error) {
-	body, _ := json.Marshal(map[string]any{"customer_id": customer, "pet_id": pet,
-		"items": []map[string]any{{"sku": "TAG-001", "qty": 1}}, "amount_cents": amount})
+	req := map[string]any{"customer_id": customer, "pet_id": pet,
+		"items": []map[string]any{{"sku": "TAG-001", "qty": 1}}}
+	if amount != 0 {
+		req["amount_cents"] = amount
+	}
+	body, _ := json.Marshal(req)
 	var out struct {
 		ID string `json:"id"`
 	}
@@ -37,8 +41,23 @@ func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (s
 }
 
 // Pay delivers payment.succeeded for the order and returns the id of the
-// com.payment_completed event.
+// com.payment_completed event; the API must answer "processed".
 func (c *Client) Pay(ctx context.Context, orderID, paymentID string, amount int) (string, error) {
+	status, eventID, err := c.Payment(ctx, orderID, paymentID, amount)
+	if err != nil {
+		return "", err
+	}
+	if status != "processed" {
+		return "", fmt.Errorf("pay order %s: status %q; want processed", orderID, status)
+	}
+	return eventID, nil
+}
+
+// Payment delivers payment.succeeded for the order, signed with Secret, and
+// returns the API's answer: status "processed" with the event id, or
+// "duplicate" when an earlier delivery of the same payment was processed
+// (a retry whose first answer was lost).
+func (c *Client) Payment(ctx context.Context, orderID, paymentID string, amount int) (status, eventID string, err error) {
 	body, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": api.PaymentSucceeded,
 		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount, "currency": "USD"}})
 	var out struct {
@@ -47,18 +66,17 @@ func (c *Client) Pay(ctx context.Context, orderID, paymentID string, amount int)
 	}
 	h := map[string]string{api.SignatureHeader: api.Sign([]byte(c.Secret), time.Now(), body)}
 	if err := c.post(ctx, "/v1/webhooks/payments", h, body, http.StatusOK, &out); err != nil {
-		return "", err
+		return "", "", err
 	}
-	if out.Status != "processed" {
-		return "", fmt.Errorf("pay order %s: status %q; want processed", orderID, out.Status)
-	}
-	return out.EventID, nil
+	return out.Status, out.EventID, nil
 }
 
-func (c *Client) post(ctx context.Context, path string, h map[string]string, body []byte, want int, out any) error {
+// Post sends body as JSON to path with the headers h and returns the
+// status and the answer (at most 1 MiB), whatever the status.
+func (c *Client) Post(ctx context.Context, path string, h map[string]string, body []byte) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range h {
@@ -70,12 +88,23 @@ func (c *Client) post(ctx context.Context, path string, h map[string]string, bod
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+		return 0, nil, fmt.Errorf("POST %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		return fmt.Errorf("POST %s: status %d %s; want %d", path, resp.StatusCode, bytes.TrimSpace(b), want)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("POST %s: read answer: %w", path, err)
+	}
+	return resp.StatusCode, b, nil
+}
+
+func (c *Client) post(ctx context.Context, path string, h map[string]string, body []byte, want int, out any) error {
+	status, b, err := c.Post(ctx, path, h, body)
+	if err != nil {
+		return err
+	}
+	if status != want {
+		return fmt.Errorf("POST %s: status %d %s; want %d", path, status, bytes.TrimSpace(b), want)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("POST %s: answer %q: %w", path, b, err)
