@@ -144,6 +144,7 @@ func PlanFor(n resources.Names, opts Options) Plan {
 			{Name: n.DeadLettersTable(), SortKey: true, TTLAttribute: "ttl"},
 			{Name: n.AppTable(), SortKey: true, StreamView: newAndOld},
 			{Name: n.AnchorsTable(), SortKey: true},
+			{Name: n.TelemetryTable(), SortKey: true, TTLAttribute: "ttl"},
 		},
 		Queues: []QueueSpec{
 			{Name: n.EventsDLQ(), Attributes: map[string]string{
@@ -173,6 +174,11 @@ func PlanFor(n resources.Names, opts Options) Plan {
 			}},
 			{Name: n.PipesDLQ(), Attributes: map[string]string{
 				"MessageRetentionPeriod": maxRetention,
+				"SqsManagedSseEnabled":   "true",
+			}},
+			{Name: n.RuleErrorsQueue(), Attributes: map[string]string{
+				"MessageRetentionPeriod": maxRetention,
+				"MaximumMessageSize":     maxMessageSize,
 				"SqsManagedSseEnabled":   "true",
 			}},
 		},

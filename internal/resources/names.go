@@ -91,8 +91,26 @@ func (n Names) RecordChangesQueue() string { return n.name("record-changes") }
 // (the relay's and the EventBridge Pipes'): records SQS would not accept.
 func (n Names) PipesDLQ() string { return n.name("pipes-dlq") }
 
-// TelemetryStream is the Kinesis stream for high-rate telemetry.
+// TelemetryStream is the Kinesis stream for high-rate telemetry: the
+// system of record of every sample (docs/telemetry-path.md).
 func (n Names) TelemetryStream() string { return n.name("telemetry") }
+
+// TelemetryTable holds the telemetry consumer's state: per gateway the seq
+// spans it has seen in the stream and when it last acknowledged them
+// (GW#), and per bowl the bounded rollups the console reads (ROLLUP#).
+// pk and sk, no stream (nothing subscribes to these rows), TTL attribute
+// "ttl" (docs/tables.md).
+func (n Names) TelemetryTable() string { return n.name("telemetry_state") }
+
+// RuleErrorsQueue is the standard queue the telemetry topic rules' error
+// action writes every message it could not put into the stream to (and
+// the local rule stand-in too), with an alarm on its depth.
+func (n Names) RuleErrorsQueue() string { return n.name("rule-errors") }
+
+// TelemetryRetentionHours is the telemetry stream's retention: longer than
+// any consumer outage we plan for, since the stream is the system of record
+// until a gateway has been told its data is durable (docs/telemetry-path.md).
+const TelemetryRetentionHours = 168
 
 // EventsMaxReceiveCount is the events queue's redrive maxReceiveCount: the
 // number of receives after which SQS moves a message to EventsDLQ.
