@@ -221,6 +221,9 @@ func (p *Producer) send(batch []*record) {
 					p.cfg.Observer.RecordRetried("call_error")
 				}
 			}
+			if p.giveUp(batch, attempt) {
+				return
+			}
 			if p.work.Err() == nil {
 				p.cfg.Logger.Warn("kinesis put records failed; backing off", "stream", p.cfg.Stream, "records", len(batch), "attempt", attempt+1, "err", err)
 			}
@@ -243,9 +246,22 @@ func (p *Producer) send(batch []*record) {
 		if p.cfg.Observer != nil {
 			p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
 		}
-		if len(failed) == 0 {
+		if len(failed) == 0 || p.giveUp(failed, attempt) {
 			return
 		}
 		batch = failed
 	}
+}
+
+// giveUp tells the records of batch ErrRetriesExhausted when attempt (from
+// 0) was the last MaxAttempts allows each of them: every record of a
+// retried batch has been in every call since the first.
+func (p *Producer) giveUp(batch []*record, attempt int) bool {
+	if p.cfg.MaxAttempts == 0 || attempt+1 < p.cfg.MaxAttempts {
+		return false
+	}
+	for _, r := range batch {
+		r.done(ErrRetriesExhausted)
+	}
+	return true
 }
