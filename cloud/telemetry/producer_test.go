@@ -176,7 +176,11 @@ func TestConfigValidate(t *testing.T) {
 func TestMaxAttemptsGivesUp(t *testing.T) {
 	for _, max := range []int{1, 3} {
 		fk := &fakeKinesis{}
-		fk.fail = func(call, i int) bool { return aws.ToString(fk.calls[call].Records[i].PartitionKey) == "k0" }
+		fk.fail = func(call, i int) bool {
+			fk.mu.Lock()
+			defer fk.mu.Unlock()
+			return aws.ToString(fk.calls[call].Records[i].PartitionKey) == "k0"
+		}
 		p, err := NewProducer(fk, ProducerConfig{Stream: "s", Linger: time.Millisecond, MaxAttempts: max, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
