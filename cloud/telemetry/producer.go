@@ -19,6 +19,7 @@ type record struct {
 	key  string
 	data []byte
 	done func(error)
+	last string // why Kinesis last refused it, for ErrRetriesExhausted
 }
 
 func (r *record) size() int { return len(r.key) + len(r.data) }
@@ -221,6 +222,9 @@ func (p *Producer) send(batch []*record) {
 					p.cfg.Observer.RecordRetried("call_error")
 				}
 			}
+			for _, r := range batch {
+				r.last = err.Error()
+			}
 			if p.giveUp(batch, attempt) {
 				return
 			}
@@ -237,6 +241,7 @@ func (p *Producer) send(batch []*record) {
 				continue
 			}
 			throttled = throttled || throttleCodes[aws.ToString(res.ErrorCode)]
+			batch[i].last = aws.ToString(res.ErrorCode) + ": " + aws.ToString(res.ErrorMessage)
 			failed = append(failed, batch[i])
 			if p.cfg.Observer != nil {
 				p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
@@ -253,15 +258,16 @@ func (p *Producer) send(batch []*record) {
 	}
 }
 
-// giveUp tells the records of batch ErrRetriesExhausted when attempt (from
-// 0) was the last MaxAttempts allows each of them: every record of a
-// retried batch has been in every call since the first.
+// giveUp tells the records of batch ErrRetriesExhausted, with the last
+// refusal, when attempt (from 0) was the last MaxAttempts allows each of
+// them: every record of a retried batch has been in every call since the
+// first.
 func (p *Producer) giveUp(batch []*record, attempt int) bool {
 	if p.cfg.MaxAttempts == 0 || attempt+1 < p.cfg.MaxAttempts {
 		return false
 	}
 	for _, r := range batch {
-		r.done(ErrRetriesExhausted)
+		r.done(fmt.Errorf("%w (%d attempts; last: %s)", ErrRetriesExhausted, attempt+1, r.last))
 	}
 	return true
 }
