@@ -146,3 +146,24 @@ func TestValidateRefuses(t *testing.T) {
 		t.Errorf("duplicate name: Validate = %v; want ErrBadSpec", err)
 	}
 }
+
+// FuzzParseSQL: ParseSQL never panics, and what it reads renders back
+// (Spec.SQL) to a statement it reads the same.
+func FuzzParseSQL(f *testing.F) {
+	for _, s := range All() {
+		f.Add(s.SQL())
+	}
+	f.Add("SELECT topic(1) AS a, 7 AS b FROM 'x/+'")
+	f.Add("select timestamp() as t from 'a'")
+	f.Fuzz(func(t *testing.T, sql string) {
+		from, items, err := ParseSQL(sql)
+		if err != nil {
+			return
+		}
+		again := Spec{From: from, Select: items}.SQL()
+		from2, items2, err := ParseSQL(again)
+		if err != nil || from2 != from || !reflect.DeepEqual(items2, items) {
+			t.Fatalf("ParseSQL(%q) = %q, %v; its rendering %q reads as %q, %v (%v)", sql, from, items, again, from2, items2, err)
+		}
+	})
+}

@@ -15,7 +15,7 @@ func ParseSQL(sql string) (from string, items []Item, err error) {
 	if !ok {
 		return "", nil, fmt.Errorf("%w: %q: want SELECT ... FROM '<filter>'", ErrBadSQL, sql)
 	}
-	i := strings.LastIndex(strings.ToUpper(rest), " FROM ")
+	i := lastIndexFold(rest, " FROM ")
 	if i < 0 {
 		return "", nil, fmt.Errorf("%w: %q: no FROM", ErrBadSQL, sql)
 	}
@@ -38,9 +38,36 @@ func ParseSQL(sql string) (from string, items []Item, err error) {
 	return from, items, nil
 }
 
+// lastIndexFold is the last index of word in s, ASCII letters matched in
+// either case (strings.ToUpper would change byte offsets of invalid UTF-8).
+func lastIndexFold(s, word string) int {
+	for i := len(s) - len(word); i >= 0; i-- {
+		if asciiEqualFold(s[i:i+len(word)], word) {
+			return i
+		}
+	}
+	return -1
+}
+
+func asciiEqualFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // cutWord cuts a leading keyword (any case) followed by a space.
 func cutWord(s, word string) (string, bool) {
-	if len(s) <= len(word) || !strings.EqualFold(s[:len(word)], word) || s[len(word)] != ' ' {
+	if len(s) <= len(word) || !asciiEqualFold(s[:len(word)], word) || s[len(word)] != ' ' {
 		return "", false
 	}
 	return strings.TrimSpace(s[len(word):]), true
@@ -70,7 +97,7 @@ func splitTop(list string) []string {
 
 // cutAS splits "<expr> AS <name>" at its last AS.
 func cutAS(item string) (expr, name string, ok bool) {
-	i := strings.LastIndex(strings.ToUpper(item), " AS ")
+	i := lastIndexFold(item, " AS ")
 	if i < 0 {
 		return "", "", false
 	}
