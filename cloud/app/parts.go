@@ -198,11 +198,12 @@ func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 // URL (the rules' error action) are filled from the App.
 func (a *App) Rules(ctx context.Context, cfg rules.Config) (*rules.Runner, error) {
 	a = a.Part(PartRules)
-	url, err := a.QueueURL(ctx, a.Names.RuleErrorsQueue())
+	// Every rule acts on the same stream and error queue.
+	url, err := a.QueueURL(ctx, rules.Telemetry.ErrorQueue(a.Names))
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
-	cfg.Stack, cfg.Stream = a.Names.Stack, a.Names.TelemetryStream()
+	cfg.Stack, cfg.Stream = a.Names.Stack, rules.Telemetry.Stream(a.Names)
 	cfg.Kinesis, cfg.SQS, cfg.ErrorQueueURL = a.Kinesis, a.SQS, url
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 // SQLVersion is the AWS IoT SQL version of every rule. AWS uses
@@ -112,6 +113,14 @@ func (s Spec) SQL() string {
 	}
 	return "SELECT " + strings.Join(items, ", ") + " FROM '" + s.From + "'"
 }
+
+// Stream is the Kinesis action's stream in a stack: the telemetry stream
+// (the template's TelemetryStream).
+func (Spec) Stream(n resources.Names) string { return n.TelemetryStream() }
+
+// ErrorQueue is the error action's SQS queue in a stack: rule-errors (the
+// template's RuleErrorsQueue), already provisioned.
+func (Spec) ErrorQueue(n resources.Names) string { return n.RuleErrorsQueue() }
 
 // BasicIngestFilter is the MQTT filter of the rule's Basic Ingest topics
 // in stack: $aws/rules/<name>/<From>.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 // ruleFromTemplate reads a CloudFormation topic rule back into a
@@ -113,6 +114,16 @@ func TestRulesMatchSpec(t *testing.T) {
 		}
 		if spec.PartitionKey != w.PartitionKey {
 			t.Errorf("rule %s partition key %s; cloud/rules %s", logical, spec.PartitionKey.Template(), w.PartitionKey.Template())
+		}
+		n, err := resources.New(stackEnv["StackPrefix"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stream, _ := EvalString(prop(t, tpl, "TelemetryStream", "Name"), stackEnv); stream != w.Stream(n) {
+			t.Errorf("rule %s acts on TelemetryStream %q; cloud/rules %q", logical, stream, w.Stream(n))
+		}
+		if queue, _ := EvalString(prop(t, tpl, "RuleErrorsQueue", "QueueName"), stackEnv); queue != w.ErrorQueue(n) {
+			t.Errorf("rule %s errors to RuleErrorsQueue %q; cloud/rules %q", logical, queue, w.ErrorQueue(n))
 		}
 		if spec.Parameter != w.Parameter {
 			t.Errorf("rule %s enabled by parameter %q; cloud/rules %q", logical, spec.Parameter, w.Parameter)
