@@ -138,17 +138,23 @@ func (r *Runner) Handle(ctx context.Context, topic string, payload []byte, ack f
 		ack()
 		return nil
 	}
+	// done runs on the producer's goroutine and must not block it: the
+	// error queue is written from a goroutine of its own.
 	done := func(err error) {
-		defer r.inflight.Done()
 		switch {
 		case err == nil:
 			r.each(func(o Observer) { o.Acted(spec.Base, len(rec)) })
 			ack()
 		case errors.Is(err, telemetry.ErrRetriesExhausted):
-			r.errorAction(spec, topic, payload, err, ack)
+			go func() {
+				defer r.inflight.Done()
+				r.errorAction(spec, topic, payload, err, ack)
+			}()
+			return
 		default:
 			r.log.Warn("record not put before shutdown; the broker redelivers the message", "rule", spec.Name(r.cfg.Stack), "topic", topic, "err", err)
 		}
+		r.inflight.Done()
 	}
 	if err := r.producer.Put(ctx, key, rec, done); err != nil {
 		if errors.Is(err, telemetry.ErrClosed) || ctx.Err() != nil {
