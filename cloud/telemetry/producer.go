@@ -26,8 +26,9 @@ func (r *record) size() int { return len(r.key) + len(r.data) }
 
 // Producer batches records into PutRecords calls. Each record's done
 // callback is called exactly once: with nil when Kinesis accepted the record,
-// or with ErrClosed when the producer was closed first. Failed records and
-// throttled calls are retried until then, never dropped.
+// with ErrClosed when the producer was closed first, or, when
+// ProducerConfig.MaxAttempts bounds the attempts, with ErrRetriesExhausted.
+// Failed records and throttled calls are retried until then, never dropped.
 type Producer struct {
 	cfg    ProducerConfig
 	client KinesisAPI
