@@ -89,7 +89,7 @@ func TestGoldenMessagesEncode(t *testing.T) {
 func TestConfigRefusesWhatIngestRefuses(t *testing.T) {
 	for _, n := range loadGolden(t).Names {
 		for _, field := range []string{"tenant", "client_id", "thing"} {
-			cfg := Config{Broker: "tcp://127.0.0.1:1883", Tenant: "t1", ClientID: "gw-1"}
+			cfg := Config{Broker: "tcp://127.0.0.1:1883", Tenant: "t1", ClientID: "gw-1", Rule: testRule}
 			switch field {
 			case "tenant":
 				cfg.Tenant = n.Name
