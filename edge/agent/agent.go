@@ -282,6 +282,7 @@ func (a *Agent) Report(context.Context) (status.Report, error) {
 		Disk:  status.Disk{Path: a.out.Path(), FileBytes: s.FileBytes, FreeBytes: s.FreeBytes, CapBytes: s.MaxBytes},
 		MQTT:  a.fwd.Status(),
 	}
+	r.Acks = status.AcksFrom(s.Telemetry, r.MQTT.Telemetry, now)
 	if fi, err := os.Stat(a.out.Path()); err == nil {
 		r.Disk.FileBytes = fi.Size()
 	}

@@ -105,7 +105,7 @@ func TestAgentRefusesBowlWhoseIDCollides(t *testing.T) {
 	var logs syncBuffer
 	a, err := New(Config{
 		Outbox:     outbox.Config{Path: filepath.Join(dir, "outbox.db")},
-		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-1", BackoffMin: time.Second, BackoffMax: time.Second},
+		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-1", BackoffMin: time.Second, BackoffMax: time.Second, Rule: "bowline_test_telemetry"},
 		StatusAddr: "off",
 		Inputs:     []Input{{Kind: InputListen, Path: sock}},
 		Things:     map[string]string{"a1": "gw-1:kitchen"},

@@ -102,7 +102,7 @@ type Forwarder struct {
 	limiter *rate.Limiter
 	hooks   Hooks
 
-	sent    *ledger // telemetry sent and not acknowledged (wire v2)
+	sent *ledger // telemetry sent and not acknowledged (wire v2)
 
 	mu     sync.Mutex
 	status Status

@@ -133,4 +133,3 @@ func TestAckTelemetryOfAnotherOutboxDeletesNothing(t *testing.T) {
 		t.Fatalf("records = %d; want 5", s.Telemetry.Records)
 	}
 }
-
