@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -60,18 +61,8 @@ func (p *pump) batchRound() (int, error) {
 			if len(recs) == budget {
 				scanned.last = recs[len(recs)-1].Seq // the rest of iv next time
 			}
-			seqs := make([]uint64, 0, len(recs))
-			for _, r := range recs {
-				v, scale, err := batch.Scaled(r.Value)
-				if err != nil {
-					// Kept in the outbox, never acknowledged: the disk cap
-					// or the TTL reports it in the end.
-					f.cfg.Logger.Error("telemetry sample has no exact decimal form; not sent", "thing", thing, "seq", r.Seq, "value", r.Value, "err", err)
-					continue
-				}
-				series = append(series, batch.Sample{Seq: r.Seq, At: r.At.UTC(), Kind: r.Type, Value: v, Scale: scale})
-				seqs = append(seqs, r.Seq)
-			}
+			samples, seqs := f.samplesOf(thing, recs)
+			series = append(series, samples...)
 			budget -= len(recs)
 			f.sent.claim(id, thing, scanned, seqs)
 			claimed = true
@@ -135,6 +126,50 @@ func (p *pump) batchRound() (int, error) {
 		s.Telemetry.BatchSamples += int64(samples)
 	})
 	return len(payloads), nil
+}
+
+// samplesOf converts outbox records to batch samples, the float value
+// back to its integer and decimal scale (batch.Scaled: integer milligrams
+// in grams come back exactly). A value with no exact decimal form is
+// logged and left out; seqs lists the seqs of the samples kept.
+func (f *Forwarder) samplesOf(thing string, recs []outbox.Record) (samples []batch.Sample, seqs []uint64) {
+	samples = make([]batch.Sample, 0, len(recs))
+	seqs = make([]uint64, 0, len(recs))
+	for _, r := range recs {
+		v, scale, err := scaled(r.Type, r.Value)
+		if err != nil {
+			// Kept in the outbox, never acknowledged: the disk cap or
+			// the TTL reports it in the end.
+			f.cfg.Logger.Error("telemetry sample has no exact decimal form; not sent", "thing", thing, "seq", r.Seq, "value", r.Value, "err", err)
+			continue
+		}
+		samples = append(samples, batch.Sample{Seq: r.Seq, At: r.At.UTC(), Kind: r.Type, Value: v, Scale: scale})
+		seqs = append(seqs, r.Seq)
+	}
+	return samples, seqs
+}
+
+// sourceScale is the decimal scale a kind has at its source: the agent
+// stores the MCU's integer milligrams as grams and its centidegrees as
+// degrees (edge/agent/sink.go), so weight_g has 3 decimals and
+// temperature_c 2 (docs/telemetry-path.md, "The batch": weight_g has
+// scale 3). Every sample of such a kind is sent at that scale, so a
+// series' scale and quantum stay the same whatever its values are.
+var sourceScale = map[string]uint8{"weight_g": 3, "temperature_c": 2}
+
+// scaled is batch.Scaled, at least at kind's source scale.
+func scaled(kind string, f float64) (int64, uint8, error) {
+	v, scale, err := batch.Scaled(f)
+	if err != nil {
+		return 0, 0, err
+	}
+	for ; scale < sourceScale[kind]; scale++ {
+		if v > math.MaxInt64/10 || v < math.MinInt64/10 {
+			return 0, 0, fmt.Errorf("%s %v at scale %d: beyond int64", kind, f, sourceScale[kind])
+		}
+		v *= 10
+	}
+	return v, scale, nil
 }
 
 // batchDone counts one batch's payloads: the batch is sent when every
