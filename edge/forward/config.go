@@ -36,7 +36,8 @@ type Config struct {
 	// MaxPayload bounds one message in bytes. Default wire.MaxPayload
 	// (131072, 128 KB).
 	MaxPayload int
-	// MaxBatchSamples bounds the samples in one telemetry message.
+	// MaxBatchSamples bounds the samples in one telemetry message (wire
+	// v1; BatchMaxSamples bounds a v2 batch).
 	// Default 1000.
 	MaxBatchSamples int
 	// BackoffMin and BackoffMax bound the reconnect delay, which doubles

@@ -27,7 +27,7 @@ func (c Config) batchTopic() string {
 // payloads of at most MaxPayload. The batch counts as sent when every
 // payload is PUBACKed; if one is not, all of it counts as unsent again.
 // Nothing is removed from the outbox here: only a cloud ack removes
-// telemetry (applyAck).
+// telemetry (ApplyAck).
 func (p *pump) batchRound() (int, error) {
 	f := p.f
 	now := time.Now()
