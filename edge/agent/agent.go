@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,9 @@ type Config struct {
 	// Things maps a device id to its thing name; an unmapped device is
 	// "<gateway>:<device id>" if its id passes wire.CheckGatewayName (no
 	// ':') and that name is no thing of the map; other devices are refused
-	// (ErrDeviceRefused). No two devices may map to one thing.
+	// (ErrDeviceRefused). No two devices may map to one thing. With wire
+	// v2 (Forward.Wire) every mapped thing must be "<gateway>:<bowl>": the
+	// cloud refuses a batch holding any other.
 	Things map[string]string
 	// LinkRetry is the pause before reopening a failed link. Default 1s.
 	LinkRetry time.Duration
@@ -71,6 +74,16 @@ func (c Config) Validate() error {
 			return fmt.Errorf("agent config: things[%q] %q: is the gateway's own thing name", dev, thing)
 		}
 		owner[thing] = dev
+	}
+	// The cloud refuses a whole batch with a thing outside the gateway's
+	// namespace (docs/telemetry-path.md, "Identity"): it would be resent
+	// forever, and every bowl's telemetry with it.
+	if c.Forward.Wire != forward.WireV1 && gateway != "" {
+		for _, dev := range sortedKeys(c.Things) {
+			if thing := c.Things[dev]; !strings.HasPrefix(thing, gateway+string(wire.ThingSeparator)) {
+				return fmt.Errorf("agent config: things[%q] %q: a wire v2 batch carries only the gateway's own things, named %s%c<bowl>; rename it or set telemetry.wire v1", dev, thing, gateway, wire.ThingSeparator)
+			}
+		}
 	}
 	if c.LinkRetry < 0 || c.ExpireEvery < 0 || c.CompactEvery < 0 {
 		return fmt.Errorf("agent config: link_retry, expire_every, compact_every: must not be negative")
@@ -282,6 +295,7 @@ func (a *Agent) Report(context.Context) (status.Report, error) {
 		Disk:  status.Disk{Path: a.out.Path(), FileBytes: s.FileBytes, FreeBytes: s.FreeBytes, CapBytes: s.MaxBytes},
 		MQTT:  a.fwd.Status(),
 	}
+	r.Acks = status.AcksFrom(s.Telemetry, r.MQTT.Telemetry, now)
 	if fi, err := os.Stat(a.out.Path()); err == nil {
 		r.Disk.FileBytes = fi.Size()
 	}

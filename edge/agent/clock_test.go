@@ -45,7 +45,7 @@ func TestClockStampsReadings(t *testing.T) {
 	})
 	a, err := New(Config{
 		Outbox:     outbox.Config{Path: filepath.Join(dir, "outbox.db")},
-		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-clk", BackoffMin: time.Second, BackoffMax: time.Second},
+		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-clk", BackoffMin: time.Second, BackoffMax: time.Second, Rule: "bowline_test_telemetry"},
 		StatusAddr: "off",
 		Inputs:     []Input{{Kind: InputUnix, Path: sock}},
 		Clock:      func() time.Time { return base },

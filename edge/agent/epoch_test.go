@@ -53,7 +53,7 @@ func startListeningAgent(t *testing.T) (*Agent, string) {
 	sock := filepath.Join(dir, "bowls.sock")
 	a, err := New(Config{
 		Outbox:     outbox.Config{Path: filepath.Join(dir, "outbox.db")},
-		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-epoch", BackoffMin: time.Second, BackoffMax: time.Second},
+		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-epoch", BackoffMin: time.Second, BackoffMax: time.Second, Rule: "bowline_test_telemetry"},
 		StatusAddr: "off",
 		Inputs:     []Input{{Kind: InputListen, Path: sock}},
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),

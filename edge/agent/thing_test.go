@@ -84,8 +84,9 @@ func TestConfigRefusesThingsThatCollide(t *testing.T) {
 		things map[string]string
 		want   string
 	}{
-		{map[string]string{"a1": "kitchen", "a2": "kitchen"}, `things["a2"] "kitchen": also the thing of device "a1"`},
+		{map[string]string{"a1": "gw-1:kitchen", "a2": "gw-1:kitchen"}, `things["a2"] "gw-1:kitchen": also the thing of device "a1"`},
 		{map[string]string{"a1": "gw-1"}, `things["a1"] "gw-1": is the gateway's own thing name`},
+		{map[string]string{"a1": "gw-1:kitchen", "a2": "kitchen"}, `things["a2"] "kitchen": a wire v2 batch carries only the gateway's own things, named gw-1:<bowl>`},
 	}
 	for _, tt := range tests {
 		c := base
@@ -93,6 +94,12 @@ func TestConfigRefusesThingsThatCollide(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Validate(things %v) = %v; want %q", tt.things, err, tt.want)
 		}
+	}
+	// Wire v1 publishes per thing: any name the cloud registered will do.
+	c := base
+	c.Forward.Wire, c.Things = forward.WireV1, map[string]string{"a1": "kitchen"}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate(v1, things kitchen) = %v; want nil", err)
 	}
 }
 
@@ -105,7 +112,7 @@ func TestAgentRefusesBowlWhoseIDCollides(t *testing.T) {
 	var logs syncBuffer
 	a, err := New(Config{
 		Outbox:     outbox.Config{Path: filepath.Join(dir, "outbox.db")},
-		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-1", BackoffMin: time.Second, BackoffMax: time.Second},
+		Forward:    forward.Config{Broker: "tcp://127.0.0.1:1", Tenant: "t1", ClientID: "gw-1", BackoffMin: time.Second, BackoffMax: time.Second, Rule: "bowline_test_telemetry"},
 		StatusAddr: "off",
 		Inputs:     []Input{{Kind: InputListen, Path: sock}},
 		Things:     map[string]string{"a1": "gw-1:kitchen"},

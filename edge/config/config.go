@@ -74,6 +74,22 @@ type File struct {
 		TelemetryTTL Duration `json:"telemetry_ttl"`
 		EventTTL     Duration `json:"event_ttl"`
 	} `json:"outbox"`
+	// Telemetry says how telemetry reaches the cloud (forward.Config:
+	// Wire, Rule, BatchInterval, AckTimeout).
+	Telemetry struct {
+		// Wire is "v2" (default: one binary batch per batch_interval
+		// through AWS IoT Basic Ingest, deleted on the cloud's ack) or
+		// "v1" (JSON per thing, deleted on PUBACK), for a cloud without
+		// the telemetry stream.
+		Wire string `json:"wire"`
+		// Rule is the stack's telemetry rule, bowline_<stack>_telemetry;
+		// required for v2.
+		Rule string `json:"rule"`
+		// BatchInterval (default 1m) and AckTimeout (default 30m, longer
+		// than the cloud's 10-minute ack cadence) apply to v2.
+		BatchInterval Duration `json:"batch_interval"`
+		AckTimeout    Duration `json:"ack_timeout"`
+	} `json:"telemetry"`
 	Detect struct {
 		FoodLowG float64 `json:"food_low_g"`
 		EmptyG   float64 `json:"empty_g"`
@@ -169,6 +185,10 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.Int64Var(&f.Outbox.EventReserve, "outbox-event-reserve", f.Outbox.EventReserve, "bytes of the cap telemetry may not use, kept for events (default max/10)")
 	fs.Var(durFlag{&f.Outbox.TelemetryTTL}, "outbox-telemetry-ttl", "drop (and report) telemetry that waited in the outbox longer than this, measured on a monotonic clock, never by wall time (default 168h)")
 	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events that waited in the outbox longer than this (default 0: never)")
+	fs.StringVar(&f.Telemetry.Wire, "telemetry-wire", f.Telemetry.Wire, `telemetry format: "v2" (default) sends one binary batch of every bowl per --telemetry-batch-interval through AWS IoT Basic Ingest and deletes telemetry only when the cloud acknowledges it; "v1" sends JSON per bowl to dt/bowline/<tenant>/<thing>/telemetry and deletes it on PUBACK, for a cloud without the telemetry stream`)
+	fs.StringVar(&f.Telemetry.Rule, "telemetry-rule", f.Telemetry.Rule, "AWS IoT rule that takes the batches, bowline_<stack>_telemetry (e.g. bowline_dev_telemetry); required for v2")
+	fs.Var(durFlag{&f.Telemetry.BatchInterval}, "telemetry-batch-interval", "v2: how often the batch of every bowl's new telemetry is sent (default 1m)")
+	fs.Var(durFlag{&f.Telemetry.AckTimeout}, "telemetry-ack-timeout", "v2: telemetry sent and not acknowledged by the cloud this long after is sent again; must exceed the cloud's 10m ack cadence (default 30m)")
 	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
 	fs.Float64Var(&f.Detect.EmptyG, "detect-empty-g", f.Detect.EmptyG, "food level for bowl.empty in grams (default 5)")
 	fs.Var(inputsFlag{f}, "input", "bowl link, repeatable: serial:/dev/ttyUSB0[@115200] (UART or pty), unix:/run/bowl.sock (dial), listen:/run/bowls.sock (accept many)")
@@ -224,11 +244,15 @@ func (f File) Agent() (agent.Config, error) {
 		{"mqtt.connect_timeout", float64(f.MQTT.ConnectTimeout)}, {"mqtt.backoff_min", float64(f.MQTT.BackoffMin)},
 		{"mqtt.backoff_max", float64(f.MQTT.BackoffMax)}, {"outbox.max_bytes", float64(f.Outbox.MaxBytes)},
 		{"outbox.event_reserve", float64(f.Outbox.EventReserve)}, {"outbox.telemetry_ttl", float64(f.Outbox.TelemetryTTL)},
-		{"outbox.event_ttl", float64(f.Outbox.EventTTL)},
+		{"outbox.event_ttl", float64(f.Outbox.EventTTL)}, {"telemetry.batch_interval", float64(f.Telemetry.BatchInterval)},
+		{"telemetry.ack_timeout", float64(f.Telemetry.AckTimeout)},
 	} {
 		if n.v < 0 {
 			return bad(n.field, "must not be negative (0 takes the default)")
 		}
+	}
+	if err := f.checkTelemetry(); err != nil {
+		return agent.Config{}, err
 	}
 	var c agent.Config
 	for _, s := range f.Inputs {
@@ -248,6 +272,8 @@ func (f File) Agent() (agent.Config, error) {
 		KeepAlive: time.Duration(f.MQTT.KeepAlive), ConnectTimeout: time.Duration(f.MQTT.ConnectTimeout),
 		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
 		BackoffMin: time.Duration(f.MQTT.BackoffMin), BackoffMax: time.Duration(f.MQTT.BackoffMax),
+		Wire: f.Telemetry.Wire, Rule: f.Telemetry.Rule,
+		BatchInterval: time.Duration(f.Telemetry.BatchInterval), AckTimeout: time.Duration(f.Telemetry.AckTimeout),
 	}
 	if err := c.Forward.Validate(); err != nil {
 		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -279,6 +305,36 @@ func (f File) Agent() (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return c, nil
+}
+
+// checkTelemetry checks the telemetry section, naming the field; the
+// forwarder checks the same again.
+func (f File) checkTelemetry() error {
+	t := f.Telemetry
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+	}
+	switch t.Wire {
+	case "", forward.WireV2:
+	case forward.WireV1:
+		return nil
+	default:
+		return bad("telemetry.wire", "%q: want %q or %q", t.Wire, forward.WireV2, forward.WireV1)
+	}
+	if t.Rule == "" {
+		return bad("telemetry.rule", "must be set for telemetry.wire v2: the stack's telemetry rule, e.g. %q (or set telemetry.wire v1 for a cloud without it)", wire.RuleName("dev", wire.TelemetryRule))
+	}
+	interval, timeout := time.Duration(t.BatchInterval), time.Duration(t.AckTimeout)
+	if interval == 0 {
+		interval = time.Minute
+	}
+	if timeout == 0 {
+		timeout = 30 * time.Minute
+	}
+	if timeout <= interval {
+		return bad("telemetry.ack_timeout", "%s: must be longer than telemetry.batch_interval %s", timeout, interval)
+	}
+	return nil
 }
 
 // plainBrokerHost returns the host of a tcp:// broker URL; plain is false

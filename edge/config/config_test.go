@@ -16,7 +16,8 @@ func TestFileAndFlags(t *testing.T) {
 	body := `{"tenant":"t1","gateway":"gw-1","broker":"tcp://127.0.0.1:1883",
 	  "inputs":["serial:/dev/ttyAMA0@115200"],
 	  "outbox":{"path":"` + filepath.Join(dir, "o.db") + `","max_bytes":1048576,"telemetry_ttl":"48h"},
-	  "mqtt":{"rate":50,"keepalive":"45s"}}`
+	  "mqtt":{"rate":50,"keepalive":"45s"},
+	  "telemetry":{"rule":"bowline_dev_telemetry","ack_timeout":"40m"}}`
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestFileAndFlags(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	Flags(fs, &f)
-	if err := fs.Parse([]string{"--mqtt-rate", "20", "--input", "unix:/run/b.sock"}); err != nil {
+	if err := fs.Parse([]string{"--mqtt-rate", "20", "--input", "unix:/run/b.sock", "--telemetry-batch-interval", "2m"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := f.Agent()
@@ -35,6 +36,9 @@ func TestFileAndFlags(t *testing.T) {
 	}
 	if c.Forward.Rate != 20 || c.Forward.KeepAlive != 45*time.Second || c.Outbox.MaxBytes != 1<<20 || c.Outbox.TelemetryTTL != 48*time.Hour {
 		t.Fatalf("config = %+v / %+v; want flag rate 20 over file 50, keepalive 45s, cap 1 MiB, ttl 48h", c.Forward, c.Outbox)
+	}
+	if c.Forward.Wire != "" || c.Forward.Rule != "bowline_dev_telemetry" || c.Forward.BatchInterval != 2*time.Minute || c.Forward.AckTimeout != 40*time.Minute {
+		t.Fatalf("telemetry = wire %q rule %q interval %s timeout %s; want v2 (default), bowline_dev_telemetry, 2m (flag), 40m (file)", c.Forward.Wire, c.Forward.Rule, c.Forward.BatchInterval, c.Forward.AckTimeout)
 	}
 	if len(c.Inputs) != 2 || c.Inputs[1].Path != "/run/b.sock" {
 		t.Fatalf("inputs = %+v; want the file's and the flag's", c.Inputs)
@@ -46,6 +50,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		var f File
 		f.Tenant, f.Gateway, f.Broker, f.Inputs = "t1", "gw-1", "tcp://127.0.0.1:1883", []string{"unix:/x"}
 		f.Outbox.Path = "/tmp/x.db"
+		f.Telemetry.Rule = "bowline_dev_telemetry"
 		return f
 	}
 	tests := []struct {
@@ -61,6 +66,14 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"tls on tcp", func(f *File) { f.TLS.Cert, f.TLS.Key = "a", "" }, "tls.key"},
 		{"thing name", func(f *File) { f.Things = map[string]string{"dev": "a/b"} }, "things"},
 		{"detect", func(f *File) { f.Detect.EmptyG, f.Detect.FoodLowG = 50, 10 }, "empty_g"},
+		{"telemetry wire", func(f *File) { f.Telemetry.Wire = "v3" }, `telemetry.wire: "v3"`},
+		{"telemetry rule for v2", func(f *File) { f.Telemetry.Rule = "" }, "telemetry.rule: must be set"},
+		{"telemetry rule name", func(f *File) { f.Telemetry.Rule = "bowline-dev-telemetry" }, `telemetry rule "bowline-dev-telemetry"`},
+		{"ack timeout under interval", func(f *File) {
+			f.Telemetry.AckTimeout = Duration(time.Minute)
+			f.Telemetry.BatchInterval = Duration(5 * time.Minute)
+		}, "telemetry.ack_timeout"},
+		{"negative batch interval", func(f *File) { f.Telemetry.BatchInterval = Duration(-time.Second) }, "telemetry.batch_interval"},
 	}
 	for _, tt := range tests {
 		f := base()
@@ -87,6 +100,7 @@ func TestNamesIngestWouldRefuse(t *testing.T) {
 	} {
 		f := File{Tenant: "acme", Gateway: "gw-1", Broker: "tcp://127.0.0.1:1883", Inputs: []string{"unix:/x"}}
 		f.Outbox.Path = "/tmp/x.db"
+		f.Telemetry.Rule = "bowline_dev_telemetry"
 		c.edit(&f)
 		_, err := f.Agent()
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
@@ -104,6 +118,7 @@ func TestInsecureSettingsNeedAnExplicitOptIn(t *testing.T) {
 	base := func() File {
 		f := File{Tenant: "t1", Gateway: "gw-1", Broker: "tcp://127.0.0.1:1883", Inputs: []string{"unix:/x"}}
 		f.Outbox.Path = "/tmp/x.db"
+		f.Telemetry.Rule = "bowline_dev_telemetry"
 		return f
 	}
 	for _, tc := range []struct {
@@ -125,6 +140,7 @@ func TestInsecureSettingsNeedAnExplicitOptIn(t *testing.T) {
 		{"negative max_payload", func(f *File) { f.MQTT.MaxPayload = -5 }, "mqtt.max_payload"},
 		{"negative telemetry_ttl", func(f *File) { f.Outbox.TelemetryTTL = Duration(-time.Hour) }, "outbox.telemetry_ttl"},
 		{"gateway name holding the bowl separator", func(f *File) { f.Gateway = "gw-1:x" }, "gateway"},
+		{"v1 needs no rule", func(f *File) { f.Telemetry.Wire, f.Telemetry.Rule = "v1", "" }, ""},
 	} {
 		f := base()
 		tc.edit(&f)

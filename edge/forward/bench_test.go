@@ -31,7 +31,7 @@ func BenchmarkForwardToLoopbackBroker(b *testing.B) {
 		}
 	}
 	br := startBroker(b, nil)
-	f, err := New(Config{Broker: br.URL, Tenant: "t1", ClientID: "gw-bench", Rate: 1e9, Logger: testLogger(b)}, o)
+	f, err := New(Config{Broker: br.URL, Tenant: "t1", ClientID: "gw-bench", Wire: WireV1, Rate: 1e9, Logger: testLogger(b)}, o)
 	if err != nil {
 		b.Fatal(err)
 	}

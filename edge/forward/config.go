@@ -36,13 +36,41 @@ type Config struct {
 	// MaxPayload bounds one message in bytes. Default wire.MaxPayload
 	// (131072, 128 KB).
 	MaxPayload int
-	// MaxBatchSamples bounds the samples in one telemetry message.
+	// MaxBatchSamples bounds the samples in one telemetry message (wire
+	// v1; BatchMaxSamples bounds a v2 batch).
 	// Default 1000.
 	MaxBatchSamples int
 	// BackoffMin and BackoffMax bound the reconnect delay, which doubles
 	// per failed attempt and is jittered to [d/2, d]. Defaults 500ms, 60s.
 	BackoffMin time.Duration
 	BackoffMax time.Duration
+	// Wire is the telemetry format: WireV2 (the default) or WireV1.
+	//
+	// WireV2 publishes one binary batch of every thing's telemetry
+	// (edge/wire/batch) per BatchInterval through AWS IoT Basic Ingest to
+	// rule Rule, and removes telemetry from the outbox only when the cloud
+	// acknowledges it on wire.AckTopic (docs/telemetry-path.md).
+	//
+	// WireV1 is the format of clouds without the telemetry stream: one
+	// JSON message per thing and sealed outbox batch on
+	// dt/bowline/<tenant>/<thing>/telemetry, removed on its PUBACK. Events
+	// are the same in both.
+	Wire string
+	// Rule is the AWS IoT topic rule that takes the batches (WireV2),
+	// wire.RuleName(stack, wire.TelemetryRule), e.g.
+	// "bowline_dev_telemetry". Required for WireV2.
+	Rule string
+	// BatchInterval is how often a telemetry batch is built and sent
+	// (WireV2). A backlog larger than BatchMaxSamples is sent in
+	// consecutive batches without waiting. Default 1 minute.
+	BatchInterval time.Duration
+	// AckTimeout is how long telemetry that was sent (PUBACKed) may stay
+	// unacknowledged by the cloud before it is sent again (WireV2). It
+	// must exceed the cloud's ack cadence (10 minutes). Default 30 minutes.
+	AckTimeout time.Duration
+	// BatchMaxSamples bounds the samples of one batch (WireV2), so a
+	// backlog is read from the outbox a part at a time. Default 100000.
+	BatchMaxSamples int
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the gateway's wall clock, stamped on every message as sent_at
@@ -52,7 +80,25 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Telemetry wire formats (Config.Wire).
+const (
+	WireV1 = "v1"
+	WireV2 = "v2"
+)
+
 func (c *Config) setDefaults() {
+	if c.Wire == "" {
+		c.Wire = WireV2
+	}
+	if c.BatchInterval == 0 {
+		c.BatchInterval = time.Minute
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = 30 * time.Minute
+	}
+	if c.BatchMaxSamples == 0 {
+		c.BatchMaxSamples = 100_000
+	}
 	if c.Thing == "" {
 		c.Thing = c.ClientID
 	}
@@ -116,7 +162,49 @@ func (c Config) Validate() error {
 	case c.KeepAlive < 0 || c.ConnectTimeout < 0:
 		return fmt.Errorf("forward config: keepalive %s, connect_timeout %s: must not be negative", c.KeepAlive, c.ConnectTimeout)
 	}
+	return c.validateTelemetry()
+}
+
+// validateTelemetry checks the wire v2 settings; zero values take the
+// defaults.
+func (c Config) validateTelemetry() error {
+	switch c.Wire {
+	case "", WireV2:
+	case WireV1:
+		return nil
+	default:
+		return fmt.Errorf("forward config: telemetry wire %q: want %q or %q", c.Wire, WireV1, WireV2)
+	}
+	switch {
+	case c.Rule == "":
+		return fmt.Errorf("forward config: telemetry rule: must be set for wire v2 (the AWS IoT rule of the stack, e.g. %q), or set wire v1", wire.RuleName("dev", wire.TelemetryRule))
+	case !validRule(c.Rule):
+		return fmt.Errorf("forward config: telemetry rule %q: want 1-128 ASCII letters, digits or '_' (an AWS IoT rule name)", c.Rule)
+	case c.BatchInterval < 0:
+		return fmt.Errorf("forward config: telemetry batch_interval %s: must not be negative", c.BatchInterval)
+	case c.AckTimeout < 0:
+		return fmt.Errorf("forward config: telemetry ack_timeout %s: must not be negative", c.AckTimeout)
+	case c.AckTimeout > 0 && c.AckTimeout <= max(c.BatchInterval, 0):
+		return fmt.Errorf("forward config: telemetry ack_timeout %s: must be longer than batch_interval %s", c.AckTimeout, c.BatchInterval)
+	case c.AckTimeout == 0 && c.BatchInterval >= 30*time.Minute:
+		return fmt.Errorf("forward config: telemetry batch_interval %s: must be shorter than ack_timeout (default 30m)", c.BatchInterval)
+	case c.BatchMaxSamples < 0:
+		return fmt.Errorf("forward config: telemetry batch_max_samples %d: must not be negative", c.BatchMaxSamples)
+	}
 	return nil
+}
+
+// validRule reports whether s can be an AWS IoT rule name.
+func validRule(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c Config) validateNames() error {

@@ -2,14 +2,17 @@ package forward
 
 import (
 	"bytes"
+	"compress/flate"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/outbox"
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/edge/wire/batch"
 )
 
 // The forwarder's half of the MQTT contract test; cloud/ingest runs the
@@ -89,7 +92,7 @@ func TestGoldenMessagesEncode(t *testing.T) {
 func TestConfigRefusesWhatIngestRefuses(t *testing.T) {
 	for _, n := range loadGolden(t).Names {
 		for _, field := range []string{"tenant", "client_id", "thing"} {
-			cfg := Config{Broker: "tcp://127.0.0.1:1883", Tenant: "t1", ClientID: "gw-1"}
+			cfg := Config{Broker: "tcp://127.0.0.1:1883", Tenant: "t1", ClientID: "gw-1", Rule: testRule}
 			switch field {
 			case "tenant":
 				cfg.Tenant = n.Name
@@ -122,5 +125,66 @@ func TestTenantIngestWouldRefuseDoesNotStart(t *testing.T) {
 	want := `forward config: tenant "_acme": must start with a letter or digit`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("New(tenant _acme) = %v; want an error starting %q", err, want)
+	}
+}
+
+// TestGoldenBatchesEncode (the wire v2 half of the contract): for every
+// accepted golden batch (edge/wire/testdata/batches.json), outbox records
+// holding its samples as the agent stores them (float values, gateway
+// clock) go through the forwarder's conversion, and the encoder writes
+// exactly the golden CBOR.
+func TestGoldenBatchesEncode(t *testing.T) {
+	gs, err := batch.LoadGolden("../wire/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Config{Broker: "tcp://127.0.0.1:1883", Tenant: "t1", ClientID: "gw-1", Rule: testRule, Logger: testLogger(t)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range gs {
+		if g.Batch == nil {
+			continue
+		}
+		n++
+		t.Run(g.Name, func(t *testing.T) {
+			b := batch.Batch{Outbox: g.Batch.Outbox, SentAt: g.Batch.SentAt.In(gatewayZone)}
+			for _, s := range g.Batch.Things {
+				var recs []outbox.Record
+				for _, x := range s.Samples {
+					if v, scale, err := scaled(x.Kind, x.Float()); err != nil || v != x.Value || scale != x.Scale {
+						if x.Value > 1<<53 || x.Value < -(1<<53) {
+							t.Skipf("%s seq %d: %d is beyond what the outbox's float64 holds exactly", s.Thing, x.Seq, x.Value)
+						}
+						t.Fatalf("%s seq %d: %s %v converts to %d at scale %d (%v); want %d at scale %d", s.Thing, x.Seq, x.Kind, x.Float(), v, scale, err, x.Value, x.Scale)
+					}
+					recs = append(recs, outbox.Record{Entry: outbox.Entry{Lane: outbox.Telemetry, Thing: s.Thing, At: x.At.In(gatewayZone), Type: x.Kind, Value: x.Float()}, Seq: x.Seq})
+				}
+				samples, seqs := f.samplesOf(s.Thing, recs)
+				if len(seqs) != len(recs) {
+					t.Fatalf("%s: %d of %d samples converted", s.Thing, len(seqs), len(recs))
+				}
+				b.Things = append(b.Things, batch.Series{Thing: s.Thing, Samples: samples})
+			}
+			b.SentAt = b.SentAt.UTC()
+			p, err := batch.Encode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p) == 0 || p[0] != batch.Format {
+				t.Fatalf("payload starts %x; want format byte %x", p[:1], batch.Format)
+			}
+			cbor, err := io.ReadAll(flate.NewReader(bytes.NewReader(p[1:])))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(cbor, g.CBOR) {
+				t.Errorf("encoded CBOR =\n%x\nwant\n%x", cbor, g.CBOR)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no accepted golden batch")
 	}
 }

@@ -46,7 +46,7 @@ func TestDiskCapDropsAreReportedExactly(t *testing.T) {
 	if st.Telemetry.Dropped == 0 {
 		t.Fatalf("no telemetry dropped under a 64 KiB cap; want drops")
 	}
-	runForwarder(t, Config{Broker: b.URL, Rate: 1000, BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, o)
+	runForwarder(t, Config{Broker: b.URL, Wire: WireV1, Rate: 1000, BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, o)
 	b.up()
 	testkit.WaitFor(t, "the outbox to drain", 60*time.Second, func() bool {
 		s, _ := o.Stats()

@@ -1,22 +1,38 @@
 // Package forward publishes the outbox to the cloud over MQTT with
 // eclipse/paho.mqtt.golang, in the topics and payloads of edge/wire
-// (docs/contract.md, "MQTT topics and payloads"):
-// events to dt/bowline/<tenant>/<thing>/events, telemetry batches to
-// dt/bowline/<tenant>/<thing>/telemetry, QoS 1.
+// (docs/contract.md, "MQTT topics and payloads"; docs/telemetry-path.md,
+// "The gateway").
 //
-// A record leaves the outbox only after its PUBACK: the forwarder calls
-// Source.Ack from the publish token's completion, never before. Pending
-// events of every thing are published before any telemetry; a batch of
-// telemetry is one sealed outbox batch, so a retry carries the same seq.
+// Events go to dt/bowline/<tenant>/<thing>/events, QoS 1, one message per
+// event, published before any telemetry, and leave the outbox on their
+// PUBACK: the forwarder calls Source.Ack from the publish token's
+// completion, never before.
+//
+// Telemetry has two wire formats (Config.Wire):
+//
+//   - v2, the default: every BatchInterval one binary batch
+//     (edge/wire/batch) of every thing's telemetry not yet sent, split
+//     under MaxPayload, published QoS 1 through AWS IoT Basic Ingest to
+//     $aws/rules/<Rule>/dt/bowline/<tenant>/<gateway>/batch. A PUBACK only
+//     marks the seqs sent (in memory: after a restart everything counts as
+//     unsent). The forwarder subscribes to cmd/bowline/<tenant>/<gateway>/ack
+//     on every connection; an ack of this outbox instance removes the
+//     seqs it names, never one above the highest sent (ApplyAck). What is
+//     still unacknowledged AckTimeout after it was sent is sent again.
+//   - v1: one JSON message per thing and sealed outbox batch on
+//     dt/bowline/<tenant>/<thing>/telemetry, removed on its PUBACK, for a
+//     cloud without the telemetry stream. A retry carries the same seq.
+//
+// Either way the cloud drops duplicates, by (thing, seq) in v1 and
+// (thing, outbox, seq) in v2.
 //
 // Connection: mutual TLS when a client certificate is configured (AWS IoT
 // Core: port 8883, or 443 with ALPN "x-amzn-mqtt-ca"), a persistent session
 // (clean session off), keepalive, and a retained last will on
 // dt/bowline/<tenant>/<thing>/status. On loss the forwarder reconnects with
-// jittered exponential backoff and resends everything not acknowledged (the
-// cloud drops duplicates by (thing, seq)). It uses a fresh paho client per
-// connection so no message is resent twice, once by paho's own store and
-// once from the outbox.
+// jittered exponential backoff and resends everything not PUBACKed. It uses
+// a fresh paho client per connection so no message is resent twice, once
+// by paho's own store and once from the outbox.
 //
 // Limits default to AWS IoT Core's: 100 unacknowledged QoS 1 publishes, 100
 // publishes per second per connection, 128 KB per message.

@@ -16,16 +16,27 @@ import (
 )
 
 // Source is the outbox as the forwarder sees it. Implementations are safe
-// for concurrent use; Ack is called from publish completions.
+// for concurrent use; Ack is called from publish completions, AckTelemetry
+// from the cloud ack handler.
 type Source interface {
 	// Things lists things with pending records in lane.
 	Things(lane outbox.Lane) ([]string, error)
 	// Events returns up to max pending events of thing from seq on.
 	Events(ctx context.Context, thing string, from uint64, max int) ([]outbox.Record, error)
-	// TelemetryBatch returns thing's next sealed telemetry batch from seq on.
+	// TelemetryBatch returns thing's next sealed telemetry batch from seq
+	// on (wire v1).
 	TelemetryBatch(ctx context.Context, thing string, from uint64, lim outbox.BatchLimit) (outbox.Batch, bool, error)
-	// Ack removes first..last of thing's lane; called only after a PUBACK.
+	// Ack removes first..last of thing's lane; called only after a PUBACK
+	// (events, and telemetry in wire v1).
 	Ack(ctx context.Context, lane outbox.Lane, thing string, first, last uint64) error
+	// ID is the outbox instance id (wire v2).
+	ID() string
+	// Telemetry returns up to max pending telemetry records of thing with
+	// from <= seq <= to (to 0: no bound), without sealing (wire v2).
+	Telemetry(ctx context.Context, thing string, from, to uint64, max int) ([]outbox.Record, error)
+	// AckTelemetry removes what a cloud ack names, never a seq above a
+	// thing's SentUpTo, and nothing when outboxID is not ID() (wire v2).
+	AckTelemetry(ctx context.Context, outboxID string, acks []outbox.ThingAck) (int, error)
 	// Changed is closed when new records are committed.
 	Changed() <-chan struct{}
 }
@@ -41,6 +52,9 @@ type Hooks struct {
 	Acked func(lane outbox.Lane, records int, rtt time.Duration)
 	// Connection is called when the connection goes up or down.
 	Connection func(up bool)
+	// CloudAck is called per cloud acknowledgement (wire v2): whether it
+	// was applied and how many records it removed.
+	CloudAck func(applied bool, removed int)
 }
 
 // Status is the forwarder's state for the status endpoint.
@@ -53,6 +67,32 @@ type Status struct {
 	InFlight   int       `json:"in_flight"`
 	Published  int64     `json:"published"`
 	Acked      int64     `json:"acked"`
+	// Telemetry is the state of the cloud acknowledgements (wire v2).
+	Telemetry TelemetryStatus `json:"telemetry"`
+}
+
+// TelemetryStatus is what the forwarder knows of telemetry sent and
+// acknowledged by the cloud (wire v2; zero in v1).
+type TelemetryStatus struct {
+	Wire string `json:"wire"`
+	// UnackedSent counts samples published (PUBACKed or in flight) in
+	// this run and not yet acknowledged by the cloud; OldestUnackedSent
+	// is when the oldest of them was published.
+	UnackedSent       int64     `json:"unacked_sent_samples"`
+	OldestUnackedSent time.Time `json:"oldest_unacked_sent,omitzero"`
+	// Batches and BatchBytes count batch payloads published and their
+	// bytes; BatchSamples the samples they carried (resends included).
+	Batches      int64 `json:"batches"`
+	BatchBytes   int64 `json:"batch_bytes"`
+	BatchSamples int64 `json:"batch_samples"`
+	// LastAck is when the last cloud ack was applied. AcksApplied counts
+	// acks applied, AcksIgnored acks of another outbox instance, AcksBad
+	// acks that did not decode; AckedSamples the records acks removed.
+	LastAck      time.Time `json:"last_ack,omitzero"`
+	AcksApplied  int64     `json:"acks_applied"`
+	AcksIgnored  int64     `json:"acks_ignored"`
+	AcksBad      int64     `json:"acks_bad"`
+	AckedSamples int64     `json:"acked_samples"`
 }
 
 // Forwarder publishes a Source to an MQTT broker.
@@ -61,6 +101,8 @@ type Forwarder struct {
 	src     Source
 	limiter *rate.Limiter
 	hooks   Hooks
+
+	sent *ledger // telemetry sent and not acknowledged (wire v2)
 
 	mu     sync.Mutex
 	status Status
@@ -77,7 +119,8 @@ func New(cfg Config, src Source) (*Forwarder, error) {
 		cfg:     cfg,
 		src:     src,
 		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), burst),
-		status:  Status{Broker: cfg.Broker},
+		status:  Status{Broker: cfg.Broker, Telemetry: TelemetryStatus{Wire: cfg.Wire}},
+		sent:    newLedger(),
 	}, nil
 }
 
@@ -86,9 +129,12 @@ func (f *Forwarder) SetHooks(h Hooks) { f.hooks = h }
 
 // Status returns a snapshot of the forwarder's state.
 func (f *Forwarder) Status() Status {
+	n, oldest := f.sent.unacked()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.status
+	s := f.status
+	s.Telemetry.UnackedSent, s.Telemetry.OldestUnackedSent = n, oldest
+	return s
 }
 
 func (f *Forwarder) update(fn func(s *Status)) {
@@ -151,6 +197,10 @@ func (f *Forwarder) clientOptions(lost func(error)) *paho.ClientOptions {
 		SetOrderMatters(false).
 		SetWill(f.cfg.topic(f.cfg.Thing, wire.KindStatus), string(will), 1, true).
 		SetConnectionLostHandler(func(_ paho.Client, err error) { lost(err) })
+	if f.cfg.Wire == WireV2 {
+		// A persistent session may deliver acks before Subscribe returns.
+		o.SetDefaultPublishHandler(f.ackHandler)
+	}
 	if f.cfg.TLS != nil {
 		o.SetTLSConfig(f.cfg.TLS)
 	}
@@ -187,9 +237,15 @@ func (f *Forwarder) session(ctx context.Context) (connected bool, err error) {
 	}()
 	f.cfg.Logger.Info("mqtt connected", "broker", f.cfg.Broker, "client_id", f.cfg.ClientID)
 	client.Publish(f.cfg.topic(f.cfg.Thing, wire.KindStatus), 1, true, encodeStatus(f.cfg.Thing, wire.StateOnline))
+	if f.cfg.Wire == WireV2 {
+		if err := f.subscribeAcks(sctx, client); err != nil {
+			return true, err
+		}
+	}
 
 	p := &pump{f: f, client: client, ctx: ctx, sctx: sctx, cancel: cancel,
-		sem: make(chan struct{}, f.cfg.InFlight), cursor: map[cursorKey]uint64{}}
+		sem: make(chan struct{}, f.cfg.InFlight), cursor: map[cursorKey]uint64{},
+		nextBatch: time.Now()}
 	defer p.wg.Wait()
 	for {
 		changed := f.src.Changed()
@@ -200,6 +256,10 @@ func (f *Forwarder) session(ctx context.Context) (connected bool, err error) {
 		if n > 0 {
 			continue
 		}
+		wait := time.Second
+		if f.cfg.Wire == WireV2 {
+			wait = min(wait, max(0, time.Until(p.nextBatch)))
+		}
 		select {
 		case <-sctx.Done():
 			if ctx.Err() != nil {
@@ -207,7 +267,7 @@ func (f *Forwarder) session(ctx context.Context) (connected bool, err error) {
 			}
 			return true, context.Cause(sctx)
 		case <-changed:
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -228,11 +288,14 @@ type pump struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 	cursor map[cursorKey]uint64
+	// nextBatch is when the next telemetry batch is due (wire v2).
+	nextBatch time.Time
 }
 
 // round publishes what is pending: every thing's events, and only when no
-// event was pending, one telemetry batch per thing. It returns how many
-// messages it published.
+// event was pending, telemetry: in wire v1 one message per thing, in wire
+// v2 the gateway's batch when it is due. It returns how many messages it
+// published.
 func (p *pump) round() (int, error) {
 	src := p.f.src
 	things, err := src.Things(outbox.Events)
@@ -256,7 +319,7 @@ func (p *pump) round() (int, error) {
 				p.f.cfg.Logger.Error("event larger than max payload; kept in the outbox, not sent", "thing", thing, "seq", r.Seq, "bytes", len(payload), "err", ErrTooLarge)
 				continue
 			}
-			if err := p.publish(outbox.Events, thing, r.Seq, r.Seq, 1, p.f.cfg.topic(thing, wire.KindEvents), payload); err != nil {
+			if err := p.publish(outbox.Events, 1, p.f.cfg.topic(thing, wire.KindEvents), payload, p.ackSource(outbox.Events, thing, r.Seq, r.Seq), nil); err != nil {
 				return n, err
 			}
 			n++
@@ -264,6 +327,9 @@ func (p *pump) round() (int, error) {
 	}
 	if n > 0 {
 		return n, nil
+	}
+	if p.f.cfg.Wire == WireV2 {
+		return p.batchRound()
 	}
 	things, err = src.Things(outbox.Telemetry)
 	if err != nil {
@@ -284,7 +350,7 @@ func (p *pump) round() (int, error) {
 			return n, &sourceError{err}
 		}
 		p.cursor[k] = bt.Last + 1
-		if err := p.publish(outbox.Telemetry, thing, bt.First, bt.Last, len(bt.Samples), p.f.cfg.topic(thing, wire.KindTelemetry), payload); err != nil {
+		if err := p.publish(outbox.Telemetry, len(bt.Samples), p.f.cfg.topic(thing, wire.KindTelemetry), payload, p.ackSource(outbox.Telemetry, thing, bt.First, bt.Last), nil); err != nil {
 			return n, err
 		}
 		n++
@@ -299,9 +365,23 @@ func (p *pump) srcErr(err error) error {
 	return &sourceError{err}
 }
 
-// publish sends one message within the window and the rate limit; its
-// records are acknowledged to the source when the PUBACK arrives.
-func (p *pump) publish(lane outbox.Lane, thing string, first, last uint64, records int, topic string, payload []byte) error {
+// ackSource returns the PUBACK action of events, and of telemetry in wire
+// v1: remove the message's records from the outbox.
+func (p *pump) ackSource(lane outbox.Lane, thing string, first, last uint64) func() error {
+	return func() error {
+		if err := p.f.src.Ack(p.ctx, lane, thing, first, last); err != nil {
+			return &sourceError{fmt.Errorf("ack %s %s %d..%d: %w", lane, thing, first, last, err)}
+		}
+		return nil
+	}
+}
+
+// publish sends one message within the window and the rate limit. When
+// its PUBACK arrives, onPuback runs (an error ends the session); when the
+// message is not PUBACKed (publish error, session over), onLost runs
+// instead. Either may be nil. publish returns an error, and runs neither,
+// only when the session ended before the message was handed to the client.
+func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []byte, onPuback func() error, onLost func()) error {
 	select {
 	case p.sem <- struct{}{}:
 	case <-p.sctx.Done():
@@ -317,6 +397,11 @@ func (p *pump) publish(lane outbox.Lane, thing string, first, last uint64, recor
 	if h := p.f.hooks.Published; h != nil {
 		h(lane, records)
 	}
+	lost := func() {
+		if onLost != nil {
+			onLost()
+		}
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -324,15 +409,19 @@ func (p *pump) publish(lane outbox.Lane, thing string, first, last uint64, recor
 		select {
 		case <-tok.Done():
 		case <-p.sctx.Done():
+			lost()
 			return
 		}
 		if err := tok.Error(); err != nil {
-			p.cancel(fmt.Errorf("publish %s seq %d: %w", topic, first, err))
+			lost()
+			p.cancel(fmt.Errorf("publish %s: %w", topic, err))
 			return
 		}
-		if err := p.f.src.Ack(p.ctx, lane, thing, first, last); err != nil {
-			p.cancel(&sourceError{fmt.Errorf("ack %s %s %d..%d: %w", lane, thing, first, last, err)})
-			return
+		if onPuback != nil {
+			if err := onPuback(); err != nil {
+				p.cancel(err)
+				return
+			}
 		}
 		now := time.Now()
 		p.f.update(func(s *Status) { s.LastPuback = now; s.Acked++; s.InFlight = len(p.sem) - 1 })

@@ -85,6 +85,9 @@ func openOutbox(t testing.TB) *outbox.Outbox {
 	return o
 }
 
+// testRule is the telemetry rule of the tests' wire v2 gateways.
+const testRule = "bowline_test_telemetry"
+
 var t0 = time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
 
 func telemetry(thing string, n int, every time.Duration) []outbox.Entry {
@@ -109,6 +112,9 @@ func runForwarder(t *testing.T, cfg Config, src Source) (*Forwarder, context.Can
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
+	}
+	if cfg.Wire != WireV1 && cfg.Rule == "" {
+		cfg.Rule = testRule
 	}
 	f, err := New(cfg, src)
 	if err != nil {
@@ -162,7 +168,7 @@ func TestPayloadsAreExactlyAsDesigned(t *testing.T) {
 	}
 	b := startBroker(t, nil)
 	sentAt := time.Date(2026, 11, 1, 8, 0, 5, 0, time.FixedZone("gateway", 3600))
-	runForwarder(t, Config{Broker: b.URL, Now: func() time.Time { return sentAt }}, o)
+	runForwarder(t, Config{Broker: b.URL, Wire: WireV1, Now: func() time.Time { return sentAt }}, o)
 	msgs := dataMessages(b.waitFor(t, 30*time.Second, "2 messages", func(m []mqttbroker.Message) bool { return len(dataMessages(m)) >= 2 }))
 	want := []struct{ topic, payload string }{
 		{"dt/bowline/t1/bowl-1/events", `{"v":1,"thing":"bowl-1","seq":1,"id":"meal-17","type":"bowl.meal_finished","at":"2026-11-01T08:00:00Z","data":{"grams_eaten":42.5},"sent_at":"2026-11-01T07:00:05Z"}`},
@@ -187,7 +193,7 @@ func TestOutageBacklogDrainsInOrder(t *testing.T) {
 	b := startBroker(t, nil)
 	b.down()
 	const rateLimit = 50.0
-	f, _ := runForwarder(t, Config{Broker: b.URL, Rate: rateLimit, MaxBatchSamples: 100, BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o)
+	f, _ := runForwarder(t, Config{Broker: b.URL, Wire: WireV1, Rate: rateLimit, MaxBatchSamples: 100, BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o)
 	things := []string{"bowl-1", "bowl-2"}
 	for _, th := range things {
 		if err := o.Append(ctx, telemetry(th, 3600, time.Second), nil); err != nil {
@@ -247,7 +253,7 @@ func TestTelemetryBatchesRespectMaxPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startBroker(t, nil)
-	runForwarder(t, Config{Broker: b.URL, MaxPayload: 2048, Rate: 1000}, o)
+	runForwarder(t, Config{Broker: b.URL, Wire: WireV1, MaxPayload: 2048, Rate: 1000}, o)
 	msgs := dataMessages(b.waitFor(t, 30*time.Second, "500 samples", func(m []mqttbroker.Message) bool { return countSamples(t, dataMessages(m)) >= 500 }))
 	for _, m := range msgs {
 		if len(m.Payload) > 2048 {
@@ -269,6 +275,11 @@ func TestConfigValidateNamesField(t *testing.T) {
 		{Config{Broker: "tcp://x:1", Tenant: "a/b", ClientID: "c"}, "tenant"},
 		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: ""}, "client_id"},
 		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: "c", MaxPayload: 10}, "max_payload"},
+		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: "c"}, "telemetry rule: must be set"},
+		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: "c", Rule: "bowline-dev"}, `telemetry rule "bowline-dev"`},
+		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: "c", Wire: "v3"}, `telemetry wire "v3"`},
+		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: "c", Rule: testRule, AckTimeout: time.Minute, BatchInterval: 2 * time.Minute}, "ack_timeout 1m0s: must be longer than batch_interval"},
+		{Config{Broker: "tcp://x:1", Tenant: "t", ClientID: "c", Rule: testRule, BatchInterval: -1}, "batch_interval"},
 	}
 	for _, tt := range tests {
 		if err := tt.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -3,18 +3,35 @@
 // acknowledged.
 //
 // There are two lanes, [Events] and [Telemetry]. Each lane keeps its own
-// per-thing sequence (the "seq" of the MQTT payloads) and its own cursor:
-// a record stays in the file until [Outbox.Ack] removes it after its PUBACK.
+// per-thing sequence (the "seq" of the MQTT payloads). An event stays in
+// the file until [Outbox.Ack] removes it after its PUBACK; telemetry until
+// [Outbox.AckTelemetry] removes it on the cloud's acknowledgement (wire v2)
+// or, in wire v1, until Ack removes it after its PUBACK.
+//
+// # Instance id
+//
+// Every file has an instance id ([Outbox.ID], 16 random bytes in hex) in
+// its meta bucket, created with the file and kept by Compact and Recover
+// (which copy the records with their seqs). The cloud acknowledges
+// telemetry by (thing, outbox id, seq); AckTelemetry ignores an ack of
+// another id ([ErrOtherOutbox]), because a recreated file restarts its
+// seqs at 1, and it never removes a seq above the highest the caller says
+// it has sent. A file written before ids existed gets one on open: its
+// seqs continue where they were, so the new id names no seq any ack could
+// have named before.
 //
 // Writes use group commit: every [Outbox.Append], [Outbox.Ack] and seal
 // issued while a transaction is being written joins the next one, so many
 // records share a single fsync. Append returns only after that fsync, which
 // is when the caller may acknowledge the data to its own source.
 //
-// Telemetry is read in sealed batches: the first time a run of samples is
-// handed to the forwarder its boundaries are written down, so a message
-// retried after a crash carries the same seq and the same samples and the
-// cloud can drop the duplicate by (thing, seq).
+// Wire v2 reads telemetry with [Outbox.Telemetry], record by record: every
+// record has a fixed seq, so any resend of a seq carries the same sample.
+// Wire v1 reads it in sealed batches ([Outbox.TelemetryBatch]): the first
+// time a run of samples is handed to the forwarder its boundaries are
+// written down, so a message retried after a crash carries the same seq
+// and the same samples and the cloud can drop the duplicate by (thing,
+// seq). Seals left by v1 are harmless to v2 and still read.
 //
 // # Disk cap and TTL
 //

@@ -18,4 +18,7 @@ var (
 	ErrClosed = errors.New("outbox closed")
 	// ErrInvalid means an entry handed to Append is malformed.
 	ErrInvalid = errors.New("invalid entry")
+	// ErrOtherOutbox means an acknowledgement names another outbox
+	// instance (a file since recreated, or a forgery); nothing was removed.
+	ErrOtherOutbox = errors.New("acknowledgement for another outbox")
 )

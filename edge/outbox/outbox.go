@@ -29,6 +29,7 @@ func laneBucket(l Lane) []byte { return []byte("lane-" + l.String()) }
 type Outbox struct {
 	cfg Config
 	log *slog.Logger
+	id  string // the instance id (meta "id"), fixed for the file's life
 
 	mu sync.RWMutex // write-locked only while Compact swaps the file
 	db *bolt.DB
@@ -95,9 +96,11 @@ func Open(cfg Config) (*Outbox, error) {
 		o.elapsed0 = cfg.Elapsed()
 	}
 	if err := db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keyAge); len(v) == 8 {
+		m := tx.Bucket(bucketMeta)
+		if v := m.Get(keyAge); len(v) == 8 {
 			o.ageBase = time.Duration(binary.BigEndian.Uint64(v))
 		}
+		o.id = string(m.Get(keyID))
 		return nil
 	}); err != nil {
 		_ = db.Close()
@@ -184,9 +187,11 @@ func initBuckets(tx *bolt.Tx) error {
 	}
 	m := tx.Bucket(bucketMeta)
 	if m.Get(keyFormat) == nil {
-		return m.Put(keyFormat, []byte{FormatV1})
+		if err := m.Put(keyFormat, []byte{FormatV1}); err != nil {
+			return err
+		}
 	}
-	return nil
+	return ensureID(m)
 }
 
 // Close stops the writer (pending operations fail with ErrClosed) and

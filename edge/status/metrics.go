@@ -20,6 +20,8 @@ type Metrics struct {
 	pubackSecs  prometheus.Histogram
 	connected   prometheus.Gauge
 	connections prometheus.Counter
+	cloudAcks   *prometheus.CounterVec
+	cloudAcked  prometheus.Counter
 }
 
 // NewMetrics registers the edge metrics on reg, plus gauges read from
@@ -35,8 +37,10 @@ func NewMetrics(reg prometheus.Registerer, stats func() (outbox.Stats, error)) *
 		pubackSecs:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bowline_edge_mqtt_puback_seconds", Help: "Publish to PUBACK latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		connected:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "bowline_edge_mqtt_connected", Help: "1 while connected to the broker."}),
 		connections: prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_edge_mqtt_connections_total", Help: "Successful MQTT connections."}),
+		cloudAcks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_cloud_acks_total", Help: "Cloud telemetry acknowledgements received (wire v2), applied or not (another outbox, undecodable)."}, []string{"result"}),
+		cloudAcked:  prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_edge_cloud_acked_records_total", Help: "Telemetry records removed from the outbox on a cloud acknowledgement (wire v2)."}),
 	}
-	reg.MustRegister(m.appended, m.commits, m.commitSecs, m.dropped, m.published, m.acked, m.pubackSecs, m.connected, m.connections)
+	reg.MustRegister(m.appended, m.commits, m.commitSecs, m.dropped, m.published, m.acked, m.pubackSecs, m.connected, m.connections, m.cloudAcks, m.cloudAcked)
 	for _, l := range outbox.Lanes {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bowline_edge_outbox_backlog", Help: "Records pending in the outbox.", ConstLabels: prometheus.Labels{"lane": l.String()}}, func() float64 {
 			s, err := stats()
@@ -77,6 +81,14 @@ func (m *Metrics) ForwardHooks() forward.Hooks {
 		Acked: func(lane outbox.Lane, n int, rtt time.Duration) {
 			m.acked.WithLabelValues(lane.String()).Add(float64(n))
 			m.pubackSecs.Observe(rtt.Seconds())
+		},
+		CloudAck: func(applied bool, removed int) {
+			result := "ignored"
+			if applied {
+				result = "applied"
+			}
+			m.cloudAcks.WithLabelValues(result).Inc()
+			m.cloudAcked.Add(float64(removed))
 		},
 		Connection: func(up bool) {
 			if up {

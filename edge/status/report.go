@@ -15,7 +15,50 @@ type Report struct {
 	Lanes   LaneReports    `json:"lanes"`
 	Disk    Disk           `json:"disk"`
 	MQTT    forward.Status `json:"mqtt"`
-	Bowls   []Bowl         `json:"bowls"`
+	// Acks is the cloud's acknowledgement of telemetry (wire v2).
+	Acks  Acks   `json:"acks"`
+	Bowls []Bowl `json:"bowls"`
+}
+
+// Acks is the telemetry waiting for the cloud's acknowledgement. In wire
+// v2 the cloud acknowledges what is durable in its stream and only then
+// does the gateway delete it (docs/telemetry-path.md); in wire v1 a PUBACK
+// deletes it and only the counts of the outbox mean anything.
+type Acks struct {
+	Wire string `json:"wire"`
+	// UnackedSamples counts telemetry records not acknowledged (in the
+	// outbox); OldestUnackedAgeSeconds is the age of the oldest of them.
+	UnackedSamples          int64   `json:"unacked_samples"`
+	OldestUnackedAgeSeconds float64 `json:"oldest_unacked_age_s"`
+	// UnackedSentSamples counts those sent (published) in this run;
+	// OldestUnackedSentAgeSeconds is how long ago the oldest was sent.
+	// Past the ack timeout they are sent again.
+	UnackedSentSamples          int64   `json:"unacked_sent_samples"`
+	OldestUnackedSentAgeSeconds float64 `json:"oldest_unacked_sent_age_s"`
+	// LastAck is when the last ack was applied.
+	LastAck time.Time `json:"last_ack,omitzero"`
+	// AcksApplied, AcksIgnored (another outbox instance), AcksBad (not
+	// an ack) count acks received; AckedSamples the records they removed.
+	AcksApplied  int64 `json:"acks_applied"`
+	AcksIgnored  int64 `json:"acks_ignored"`
+	AcksBad      int64 `json:"acks_bad"`
+	AckedSamples int64 `json:"acked_samples"`
+}
+
+// AcksFrom builds the Acks report at now from the telemetry lane's stats
+// and the forwarder's telemetry status.
+func AcksFrom(lane outbox.LaneStats, fs forward.TelemetryStatus, now time.Time) Acks {
+	a := Acks{
+		Wire: fs.Wire, UnackedSamples: lane.Records, UnackedSentSamples: fs.UnackedSent,
+		LastAck: fs.LastAck, AcksApplied: fs.AcksApplied, AcksIgnored: fs.AcksIgnored, AcksBad: fs.AcksBad, AckedSamples: fs.AckedSamples,
+	}
+	if !lane.Oldest.IsZero() {
+		a.OldestUnackedAgeSeconds = max(0, now.Sub(lane.Oldest).Seconds())
+	}
+	if !fs.OldestUnackedSent.IsZero() {
+		a.OldestUnackedSentAgeSeconds = max(0, now.Sub(fs.OldestUnackedSent).Seconds())
+	}
+	return a
 }
 
 // LaneReports holds one report per outbox lane.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/outbox"
 )
 
@@ -67,5 +68,17 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Addr: "nonsense", Report: func(context.Context) (Report, error) { return Report{}, nil }}).Validate(); err == nil || !strings.Contains(err.Error(), "addr") {
 		t.Fatalf("Validate(bad addr) = %v; want an error naming addr", err)
+	}
+}
+
+func TestAcksFromReportsUnacknowledged(t *testing.T) {
+	now := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	last := now.Add(-5 * time.Minute)
+	a := AcksFrom(outbox.LaneStats{Records: 120, Oldest: now.Add(-20 * time.Minute)}, forward.TelemetryStatus{
+		Wire: "v2", UnackedSent: 60, OldestUnackedSent: now.Add(-12 * time.Minute), LastAck: last, AcksApplied: 3, AcksIgnored: 1, AckedSamples: 900,
+	}, now)
+	want := Acks{Wire: "v2", UnackedSamples: 120, OldestUnackedAgeSeconds: 1200, UnackedSentSamples: 60, OldestUnackedSentAgeSeconds: 720, LastAck: last, AcksApplied: 3, AcksIgnored: 1, AckedSamples: 900}
+	if a != want {
+		t.Fatalf("AcksFrom = %+v; want %+v", a, want)
 	}
 }

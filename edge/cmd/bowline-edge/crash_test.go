@@ -172,7 +172,8 @@ func TestKillLoopLosesNothing(t *testing.T) {
 	}
 	args := []string{"run", "--tenant", "t1", "--gateway", "gw-1", "--broker", broker.URL(),
 		"--outbox", filepath.Join(dir, "outbox.db"), "--status-addr", "off", "--log-level", "warn",
-		"--mqtt-backoff-min", "20ms", "--mqtt-backoff-max", "100ms", "--mqtt-rate", "1000"}
+		"--mqtt-backoff-min", "20ms", "--mqtt-backoff-max", "100ms", "--mqtt-rate", "1000",
+		"--telemetry-wire", "v1"} // this test reads v1 messages
 	for _, b := range bowls {
 		args = append(args, "--input", "unix:"+b.sock)
 	}

@@ -20,15 +20,29 @@ const runUsage = `bowline-edge run [--config FILE] [flags]
 
 Reads the bowls' MCU frames (serial, pty or unix socket), makes every reading
 durable in a bbolt outbox before the MCU is acknowledged, detects meals,
-refills, food-low and empty on the gateway, and forwards events (first) and
-telemetry batches over MQTT (QoS 1) to dt/bowline/<tenant>/<thing>/...
+refills, food-low and empty on the gateway, and forwards over MQTT (QoS 1):
+events at once to dt/bowline/<tenant>/<thing>/events (removed on PUBACK),
+then telemetry.
+
+Telemetry (--telemetry-wire):
+  v2 (default)  every --telemetry-batch-interval (1m), one binary batch of
+                every bowl's telemetry to the rule --telemetry-rule through
+                AWS IoT Basic Ingest: $aws/rules/<rule>/dt/bowline/<tenant>/<gateway>/batch.
+                Telemetry stays in the outbox until the cloud acknowledges
+                it on cmd/bowline/<tenant>/<gateway>/ack; what is not
+                acknowledged --telemetry-ack-timeout (30m) after it was
+                sent is sent again. --telemetry-rule is required.
+  v1            for a cloud without the telemetry stream: JSON per bowl to
+                dt/bowline/<tenant>/<thing>/telemetry, removed on PUBACK.
 
 The config file is JSON with the same options as the flags (flags win):
   {"tenant":"t1","gateway":"gw-1","broker":"ssl://example:8883",
    "tls":{"ca":"ca.pem","cert":"gw.pem","key":"gw.key"},
    "inputs":["serial:/dev/ttyAMA0@115200"],
    "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
-   "mqtt":{"rate":100,"in_flight":100}}
+   "mqtt":{"rate":100,"in_flight":100},
+   "telemetry":{"wire":"v2","rule":"bowline_prod_telemetry",
+                "batch_interval":"1m","ack_timeout":"30m"}}
 
 A corrupt outbox (torn write after power loss) stops the agent with exit
 status 1; --recover moves the damaged file aside, salvages what is readable

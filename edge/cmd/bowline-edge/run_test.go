@@ -38,7 +38,8 @@ func TestRunHelpDocumentsEveryOption(t *testing.T) {
 	for _, opt := range []string{"-config", "-tenant", "-gateway", "-broker", "-tls-ca", "-tls-cert", "-tls-key", "-tls-alpn",
 		"-mqtt-in-flight", "-mqtt-rate", "-mqtt-max-payload", "-mqtt-keepalive", "-mqtt-backoff-min", "-mqtt-backoff-max",
 		"-outbox", "-outbox-max-bytes", "-outbox-event-reserve", "-outbox-telemetry-ttl", "-outbox-event-ttl",
-		"-input", "-status-addr", "-insecure-open-status", "-insecure-plain-broker", "-recover", "-detect-food-low-g", "-detect-empty-g"} {
+		"-input", "-status-addr", "-insecure-open-status", "-insecure-plain-broker", "-recover", "-detect-food-low-g", "-detect-empty-g",
+		"-telemetry-wire", "-telemetry-rule", "-telemetry-batch-interval", "-telemetry-ack-timeout"} {
 		if !strings.Contains(out, opt+" ") && !strings.Contains(out, opt+"\n") {
 			t.Errorf("run --help does not document %s", opt)
 		}
@@ -54,7 +55,7 @@ func TestRunBadConfigNamesFieldAndExits2(t *testing.T) {
 		}
 		return p
 	}
-	base := []string{"--tenant", "t1", "--gateway", "gw-1", "--broker", "tcp://127.0.0.1:1", "--input", "unix:/nonexistent", "--outbox", filepath.Join(dir, "o.db")}
+	base := []string{"--tenant", "t1", "--gateway", "gw-1", "--broker", "tcp://127.0.0.1:1", "--input", "unix:/nonexistent", "--outbox", filepath.Join(dir, "o.db"), "--telemetry-rule", "bowline_dev_telemetry"}
 	tests := []struct {
 		name  string
 		args  []string
@@ -67,6 +68,9 @@ func TestRunBadConfigNamesFieldAndExits2(t *testing.T) {
 		{"reserve above cap", append(append([]string{"run"}, base...), "--outbox-max-bytes", "100", "--outbox-event-reserve", "200"), "event_reserve"},
 		{"unknown file field", []string{"run", "--config", write("unknown.json", `{"tenant":"t1","brokr":"x"}`)}, "brokr"},
 		{"wrong file type", []string{"run", "--config", write("type.json", `{"tenant":"t1","mqtt":{"in_flight":"many"}}`)}, "mqtt.in_flight"},
+		{"missing telemetry rule", []string{"run", "--tenant", "t1", "--gateway", "gw-1", "--broker", "tcp://127.0.0.1:1", "--input", "unix:/x"}, "telemetry.rule"},
+		{"bad telemetry wire", append(append([]string{"run"}, base...), "--telemetry-wire", "v9"), "telemetry.wire"},
+		{"ack timeout under interval", append(append([]string{"run"}, base...), "--telemetry-ack-timeout", "30s"), "telemetry.ack_timeout"},
 		{"missing tls key", append(append([]string{"run"}, base...), "--broker", "ssl://127.0.0.1:1", "--tls-cert", "x.pem"), "tls.key"},
 	}
 	for _, tt := range tests {
@@ -85,7 +89,7 @@ func TestRunRefusesCorruptOutboxUnlessRecover(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Repeat([]byte("torn page "), 1000), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"run", "--tenant", "t1", "--gateway", "gw-1", "--broker", "tcp://127.0.0.1:1", "--input", "unix:" + filepath.Join(dir, "none.sock"), "--outbox", path, "--status-addr", "off"}
+	args := []string{"run", "--tenant", "t1", "--gateway", "gw-1", "--broker", "tcp://127.0.0.1:1", "--input", "unix:" + filepath.Join(dir, "none.sock"), "--outbox", path, "--status-addr", "off", "--telemetry-rule", "bowline_dev_telemetry"}
 	code, out := runAgent(t, args...)
 	if code != 1 || !strings.Contains(out, "corrupt") || !strings.Contains(out, "--recover") {
 		t.Fatalf("exit %d, output %q; want exit 1 naming the corruption and --recover", code, out)
