@@ -308,6 +308,9 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 			"tenant": tenantOf(g), "gateway": fmt.Sprintf("chaos-gw-%d", g), "broker": "tcp://" + r.gwMQTT,
 			"outbox":      map[string]any{"path": filepath.Join(r.dir, fmt.Sprintf("edge-%d.db", g))},
 			"status_addr": "off", "things": map[string]string{},
+			// Wire v1 until the harness runs the rule stand-in and the
+			// consumer that acknowledges v2 batches.
+			"telemetry": map[string]any{"wire": "v1"},
 		}
 		var inputs []string
 		for _, l := range r.links[g] {

@@ -158,6 +158,9 @@ func (s *System) startAgent(b *Bowl) error {
 		Forward: forward.Config{
 			Broker: s.stack.MQTTAddr, Tenant: b.Tenant, ClientID: "gw-" + b.Thing,
 			BackoffMin: 100 * time.Millisecond, BackoffMax: 2 * time.Second,
+			// Wire v1 until bowline dev runs the rule stand-in and the
+			// consumer that acknowledges v2 batches.
+			Wire: forward.WireV1,
 		},
 		StatusAddr: "127.0.0.1:0",
 		Inputs:     []agent.Input{{Kind: agent.InputUnix, Path: b.Socket}},

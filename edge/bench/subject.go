@@ -73,7 +73,10 @@ func (a *agentSubject) OutboxPath() string { return filepath.Join(a.dir, "outbox
 func (a *agentSubject) args() []string {
 	args := []string{"run", "--tenant", "t1", "--gateway", "gw-bench", "--broker", a.cloud,
 		"--outbox", a.OutboxPath(), "--status-addr", a.status, "--log-level", "warn",
-		"--mqtt-backoff-min", "20ms", "--mqtt-backoff-max", "500ms"}
+		"--mqtt-backoff-min", "20ms", "--mqtt-backoff-max", "500ms",
+		// The bench compares PUBACK-time durability with Mosquitto's bridge:
+		// wire v1, which forgets on the PUBACK.
+		"--telemetry-wire", "v1"}
 	if a.rate > 0 {
 		args = append(args, "--mqtt-rate", fmt.Sprint(a.rate))
 	}
