@@ -94,9 +94,9 @@ func (m *Metrics) Rejected(r Reason, lettered bool) {
 	}
 	m.rejected.WithLabelValues(string(r), l).Inc()
 }
-func (m *Metrics) LetterLost()            { m.lost.Inc() }
-func (m *Metrics) ClockFixed(fix string)  { m.clock.WithLabelValues(fix).Inc() }
-func (m *Metrics) Ack(outcome string)     { m.acks.WithLabelValues(outcome).Inc() }
-func (m *Metrics) StateWrite(o string)    { m.state.WithLabelValues(o).Inc() }
-func (m *Metrics) RollupWrite(o string)   { m.rollup.WithLabelValues(o).Inc() }
-func (m *Metrics) GapRaised()             { m.gaps.Inc() }
+func (m *Metrics) LetterLost()           { m.lost.Inc() }
+func (m *Metrics) ClockFixed(fix string) { m.clock.WithLabelValues(fix).Inc() }
+func (m *Metrics) Ack(outcome string)    { m.acks.WithLabelValues(outcome).Inc() }
+func (m *Metrics) StateWrite(o string)   { m.state.WithLabelValues(o).Inc() }
+func (m *Metrics) RollupWrite(o string)  { m.rollup.WithLabelValues(o).Inc() }
+func (m *Metrics) GapRaised()            { m.gaps.Inc() }

@@ -158,8 +158,8 @@ func (s *gwState) merge(o *gwState) {
 
 // storedState is the JSON of a state row's state attribute.
 type storedState struct {
-	LastAck  time.Time                `json:"last_ack,omitzero"`
-	Outboxes map[string]storedOutbox  `json:"outboxes"`
+	LastAck  time.Time               `json:"last_ack,omitzero"`
+	Outboxes map[string]storedOutbox `json:"outboxes"`
 }
 
 type storedOutbox struct {
