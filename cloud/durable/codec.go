@@ -1,13 +1,13 @@
 package durable
 
 import (
-	"encoding/json"
-	"errors"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire/batch"
 )
 
-// batchCodec decodes gateway batches (edge/wire/batch) into the consumer's
-// form.
+// batchCodec decodes gateway batches into the consumer's form; tests
+// replace it to feed payloads the real codec refuses to encode.
 type batchCodec interface {
 	// IsBatch reports whether p starts like a batch.
 	IsBatch(p []byte) bool
@@ -22,45 +22,25 @@ type decodedBatch struct {
 	Things []series
 }
 
-// stubCodec stands in for edge/wire/batch until that package is merged:
-// format byte 0x02 then JSON of stubBatch. Tests encode with it.
-type stubCodec struct{}
+// wireCodec is edge/wire/batch.
+type wireCodec struct{}
 
-type stubBatch struct {
-	Outbox string       `json:"outbox"`
-	SentAt time.Time    `json:"sent_at"`
-	Things []stubSeries `json:"things"`
-}
+var defaultCodec batchCodec = wireCodec{}
 
-type stubSeries struct {
-	Thing   string       `json:"thing"`
-	Samples []stubSample `json:"samples"`
-}
+func (wireCodec) IsBatch(p []byte) bool { return batch.IsBatch(p) }
 
-type stubSample struct {
-	Seq   uint64    `json:"seq"`
-	At    time.Time `json:"at"`
-	Kind  string    `json:"kind"`
-	Value float64   `json:"value"`
-}
-
-func (stubCodec) IsBatch(p []byte) bool { return len(p) > 0 && p[0] == 0x02 }
-
-func (stubCodec) Decode(p []byte) (decodedBatch, error) {
-	if len(p) == 0 || p[0] != 0x02 {
-		return decodedBatch{}, errors.New("not a batch")
-	}
-	var b stubBatch
-	if err := json.Unmarshal(p[1:], &b); err != nil {
+func (wireCodec) Decode(p []byte) (decodedBatch, error) {
+	b, err := batch.Decode(p)
+	if err != nil {
 		return decodedBatch{}, err
 	}
-	d := decodedBatch{Outbox: b.Outbox, SentAt: b.SentAt}
-	for _, s := range b.Things {
-		ser := series{thing: s.Thing}
-		for _, x := range s.Samples {
-			ser.samples = append(ser.samples, sample{seq: x.Seq, at: x.At, kind: x.Kind, value: x.Value})
+	d := decodedBatch{Outbox: b.Outbox, SentAt: b.SentAt, Things: make([]series, len(b.Things))}
+	for i, s := range b.Things {
+		ser := series{thing: s.Thing, samples: make([]sample, len(s.Samples))}
+		for j, x := range s.Samples {
+			ser.samples[j] = sample{seq: x.Seq, at: x.At, kind: x.Kind, value: x.Float()}
 		}
-		d.Things = append(d.Things, ser)
+		d.Things[i] = ser
 	}
 	return d, nil
 }
