@@ -204,8 +204,8 @@ func (c *Consumer) checkIdentity(ctx context.Context, d decoded) error {
 			return reject(ReasonForeignThing, "thing %q is not gateway %q's (want %q or %q)", s.thing, d.gateway, d.gateway, d.gateway+string(wire.ThingSeparator)+"*")
 		}
 		for _, x := range s.samples {
-			if x.kind == "" {
-				return reject(ReasonMalformed, "thing %q seq %d: sample without kind", s.thing, x.seq)
+			if err := wire.CheckKind("kind", x.kind); err != nil {
+				return reject(ReasonMalformed, "thing %q seq %d: %v", s.thing, x.seq, err)
 			}
 		}
 		if !slices.Contains(things, s.thing) {
