@@ -354,7 +354,7 @@ func weights(thing string, from, to uint64, at time.Time) batch.Series {
 }
 
 // encode encodes a batch of outbox sent at sentAt.
-func encode(t *testing.T, outbox string, sentAt time.Time, things ...batch.Series) []byte {
+func encode(t testing.TB, outbox string, sentAt time.Time, things ...batch.Series) []byte {
 	t.Helper()
 	p, err := batch.Encode(batch.Batch{Outbox: outbox, SentAt: sentAt, Things: things})
 	if err != nil {
@@ -364,7 +364,7 @@ func encode(t *testing.T, outbox string, sentAt time.Time, things ...batch.Serie
 }
 
 // v1 encodes a v1 telemetry message of thing, seqs from..to.
-func v1(t *testing.T, thing string, from, to uint64, at time.Time) []byte {
+func v1(t testing.TB, thing string, from, to uint64, at time.Time) []byte {
 	t.Helper()
 	m := wire.TelemetryMessage{V: wire.Version, Thing: thing, Seq: from, SentAt: at}
 	for q := from; q <= to; q++ {
