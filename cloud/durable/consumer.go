@@ -2,6 +2,8 @@ package durable
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +25,10 @@ type Consumer struct {
 	letters LetterStore
 	limiter *rejectLimiter
 
+	// id names this process in rollup write tokens; writes counts them.
+	id     string
+	writes uint64
+
 	mu    sync.Mutex
 	gws   *lru[*gwState]
 	bowls *lru[*bowlRollup]
@@ -37,7 +43,7 @@ func New(cfg Config) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Consumer{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, codec: defaultCodec, letters: cfg.Letters, limiter: newRejectLimiter(cfg.Rejections)}
+	c := &Consumer{cfg: cfg, id: processID(), log: cfg.Logger, obs: cfg.Observer, codec: defaultCodec, letters: cfg.Letters, limiter: newRejectLimiter(cfg.Rejections)}
 	c.gws = newLRU(cfg.MaxGateways, func(s *gwState) {
 		if s.dirty {
 			c.droppedGWs = append(c.droppedGWs, s)
@@ -74,7 +80,7 @@ func (c *Consumer) Handle(ctx context.Context, recs []Record) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var (
-		res     Result
+		res     = Result{BatchItemFailures: []BatchItemFailure{}}
 		touched []*gwState
 		bowls   []*bowlRollup
 	)
@@ -267,4 +273,11 @@ func (c *Consumer) finish(ctx context.Context, gws []*gwState, bowls []*bowlRoll
 			c.log.Warn("rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
 		}
 	}
+}
+
+// processID is a random name for this process.
+func processID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b[:])
 }

@@ -135,8 +135,10 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 	a.Flush(ctx)
 	t.Logf("%d records (%d batches, %d samples): %d PutItem (state, rollups and one dead letter), %d UpdateItem, %d GetItem",
 		recs, n, 2*60*n, db.puts, db.updates, db.get)
-	if db.get != 1 {
-		t.Errorf("GetItem on the telemetry table = %d; want 1 (the state row, on first use)", db.get)
+	// A put the SDK retried after a lost answer meets its own row and
+	// reads it: one GetItem per conflict on a loaded machine.
+	if db.get != 1+r.obs.conflicts {
+		t.Errorf("GetItem on the telemetry table = %d; want 1 (the state row, on first use) + %d conflicts", db.get, r.obs.conflicts)
 	}
 	if db.updates != 0 || db.puts > n/10+2*(n/10+n/60+2)+1 {
 		t.Errorf("writes = %d puts, %d updates for %d records; want about one state put per ack and one rollup put per bowl per 10 min", db.puts, db.updates, recs)

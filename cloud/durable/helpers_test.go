@@ -37,15 +37,21 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // fakeDB is an in-memory table with the conditions the consumer uses.
 type fakeDB struct {
-	mu    sync.Mutex
-	items map[[2]string]map[string]types.AttributeValue
-	gets  int
-	puts  map[string]int // by pk prefix: "GW#", "ROLLUP#"
-	fail  error
+	mu     sync.Mutex
+	items  map[[2]string]map[string]types.AttributeValue
+	gets   int
+	puts   map[string]int // by pk prefix: "GW#", "ROLLUP#"
+	getsBy map[string]int // likewise
+	// landThenConflict makes the next put land and answer
+	// ConditionalCheckFailed: what the SDK's retry of a put whose answer
+	// was lost sees.
+	// Set to a pk prefix, it applies to the next put of that prefix.
+	landThenConflict string
+	fail             error
 }
 
 func newFakeDB() *fakeDB {
-	return &fakeDB{items: map[[2]string]map[string]types.AttributeValue{}, puts: map[string]int{}}
+	return &fakeDB{items: map[[2]string]map[string]types.AttributeValue{}, puts: map[string]int{}, getsBy: map[string]int{}}
 }
 
 func str(m map[string]types.AttributeValue, k string) string {
@@ -62,6 +68,8 @@ func (f *fakeDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gets++
+	pk := str(in.Key, "pk")
+	f.getsBy[pk[:strings.IndexByte(pk, '#')+1]]++
 	if f.fail != nil {
 		return nil, f.fail
 	}
@@ -92,6 +100,10 @@ func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func
 		return nil, fmt.Errorf("fakeDB: condition %q not supported", cond)
 	}
 	f.items[k] = in.Item
+	if f.landThenConflict != "" && strings.HasPrefix(pk, f.landThenConflict) {
+		f.landThenConflict = ""
+		return nil, &types.ConditionalCheckFailedException{Message: aws.String("retried after landing")}
+	}
 	return &dynamodb.PutItemOutput{}, nil
 }
 
@@ -113,6 +125,7 @@ func (f *fakeDB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dy
 }
 
 func (f *fakeDB) statePuts() int  { f.mu.Lock(); defer f.mu.Unlock(); return f.puts[statePKPrefix] }
+func (f *fakeDB) stateGets() int  { f.mu.Lock(); defer f.mu.Unlock(); return f.getsBy[statePKPrefix] }
 func (f *fakeDB) rollupPuts() int { f.mu.Lock(); defer f.mu.Unlock(); return f.puts[rollupPKPrefix] }
 
 // fakeDevices is a registry: thing -> tenant.
@@ -245,13 +258,22 @@ type countObserver struct {
 	NopObserver
 	mu                                  sync.Mutex
 	samples, dups, gaps, acks, clockFix int
+	conflicts                           int
 	rejected                            map[Reason]int
 }
 
-func (o *countObserver) Samples(n int)     { o.mu.Lock(); o.samples += n; o.mu.Unlock() }
-func (o *countObserver) Duplicates(n int)  { o.mu.Lock(); o.dups += n; o.mu.Unlock() }
-func (o *countObserver) GapRaised()        { o.mu.Lock(); o.gaps++; o.mu.Unlock() }
-func (o *countObserver) ClockFixed(string) { o.mu.Lock(); o.clockFix++; o.mu.Unlock() }
+func (o *countObserver) StateWrite(out string) {
+	o.mu.Lock()
+	if out == "conflict" {
+		o.conflicts++
+	}
+	o.mu.Unlock()
+}
+func (o *countObserver) RollupWrite(out string) { o.StateWrite(out) }
+func (o *countObserver) Samples(n int)          { o.mu.Lock(); o.samples += n; o.mu.Unlock() }
+func (o *countObserver) Duplicates(n int)       { o.mu.Lock(); o.dups += n; o.mu.Unlock() }
+func (o *countObserver) GapRaised()             { o.mu.Lock(); o.gaps++; o.mu.Unlock() }
+func (o *countObserver) ClockFixed(string)      { o.mu.Lock(); o.clockFix++; o.mu.Unlock() }
 func (o *countObserver) Ack(out string) {
 	o.mu.Lock()
 	if out == "ok" {

@@ -29,7 +29,9 @@ import (
 //
 //	bowl rollup:   pk = "ROLLUP#<thing>"  sk = "<UTC hour, 2006-01-02T15>"   (rollupKey)
 //	               entity = "telemetry_rollup" (RollupEntity), thing,
-//	               version (N), minutes (S: JSON, per minute "00".."59"
+//	               version (N), write (S: the token of the write, so a
+//	               put retried after a lost answer is recognised),
+//	               minutes (S: JSON, per minute "00".."59"
 //	               per kind {n, min, max, sum, last, t}; min, max and sum
 //	               only for weight_g), ttl (N, epoch seconds: the end of
 //	               the hour + RollupTTL)

@@ -95,8 +95,12 @@ type hourRollup struct {
 	hour    time.Time
 	known   bool
 	version int64
-	base    minutes
-	delta   minutes
+	// token names the write of the current delta: a put whose answer was
+	// lost (the SDK then retries it and meets its own row) is recognised
+	// by it, so the delta is not folded in twice.
+	token string
+	base  minutes
+	delta minutes
 }
 
 // bowlRollup is one bowl's rollups in memory. Unwritten minutes live only
@@ -200,6 +204,10 @@ func (c *Consumer) writeRollup(ctx context.Context, b *bowlRollup, now time.Time
 }
 
 func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, now time.Time) error {
+	if h.token == "" {
+		c.writes++
+		h.token = c.id + "-" + strconv.FormatUint(c.writes, 10)
+	}
 	for attempt := 0; ; attempt++ {
 		all := h.base.fold(h.delta)
 		body, err := json.Marshal(all)
@@ -211,6 +219,7 @@ func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, n
 		item["thing"] = &types.AttributeValueMemberS{Value: thing}
 		item["minutes"] = &types.AttributeValueMemberS{Value: string(body)}
 		item["version"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.version+1, 10)}
+		item["write"] = &types.AttributeValueMemberS{Value: h.token}
 		item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.hour.Add(time.Hour+RollupTTL).Unix(), 10)}
 		in := &dynamodb.PutItemInput{TableName: aws.String(c.cfg.Table), Item: item}
 		if !h.known || h.version == 0 {
@@ -225,8 +234,12 @@ func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, n
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && attempt < 5 {
 			c.obs.RollupWrite("conflict")
-			if err := c.readHour(ctx, thing, h); err != nil {
+			landed, err := c.readHour(ctx, thing, h)
+			if err != nil {
 				return err
+			}
+			if landed {
+				break
 			}
 			continue
 		}
@@ -234,26 +247,30 @@ func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, n
 			return fmt.Errorf("write rollup of %s hour %s: %w", thing, h.hour.Format(HourLayout), err)
 		}
 		c.obs.RollupWrite("ok")
-		h.base, h.delta, h.known = all, minutes{}, true
+		h.base, h.known = all, true
 		h.version++
-		return nil
+		break
 	}
+	h.delta, h.token = minutes{}, ""
+	return nil
 }
 
-// readHour replaces h's base with the row's content.
-func (c *Consumer) readHour(ctx context.Context, thing string, h *hourRollup) error {
+// readHour replaces h's base with the row's content. landed reports that
+// the row is h's own pending write (its token): the delta is in it.
+func (c *Consumer) readHour(ctx context.Context, thing string, h *hourRollup) (landed bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
 	out, err := c.cfg.DB.GetItem(cctx, &dynamodb.GetItemInput{TableName: aws.String(c.cfg.Table), Key: rollupKey(thing, h.hour), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return fmt.Errorf("read rollup of %s hour %s: %w", thing, h.hour.Format(HourLayout), err)
+		return false, fmt.Errorf("read rollup of %s hour %s: %w", thing, h.hour.Format(HourLayout), err)
 	}
 	h.base, h.version, h.known = minutes{}, 0, true
 	if out.Item == nil {
-		return nil
+		return false, nil
 	}
 	h.base, h.version = decodeRollupItem(out.Item)
-	return nil
+	w, _ := out.Item["write"].(*types.AttributeValueMemberS)
+	return w != nil && w.Value == h.token, nil
 }
 
 func decodeRollupItem(item map[string]types.AttributeValue) (minutes, int64) {
@@ -275,10 +292,10 @@ type Point struct {
 	Kind string    `json:"kind"`
 	// Count is the number of samples in the minute.
 	Count int64 `json:"count"`
-	// Min, Max and Mean are set for KindWeight only.
-	Min  float64 `json:"min,omitempty"`
-	Max  float64 `json:"max,omitempty"`
-	Mean float64 `json:"mean,omitempty"`
+	// Min, Max and Mean are set for KindWeight only (zero otherwise).
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
 	// Last is the value of the minute's latest sample.
 	Last float64 `json:"last"`
 }

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/wire")
+	"github.com/bowline-iot/bowline/edge/wire"
+)
 
 // seenOnly fails the test when an ack names a seq that no record carried.
 func seenOnly(t *testing.T, p *fakePublisher, outbox, thing string, seen spanSet) {
