@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/edge/wire"
@@ -16,7 +18,9 @@ import (
 
 // Consumer reads the telemetry stream: it is the logic behind the Lambda
 // Kinesis event source (and `bowline consume` locally). It is safe for
-// concurrent use; calls of Handle run one at a time.
+// concurrent use: calls of Handle for several shards run at once, each
+// gateway's state and each bowl's rollup under its own lock, so a slow
+// call holds up only its own gateway.
 type Consumer struct {
 	cfg     Config
 	log     *slog.Logger
@@ -27,13 +31,14 @@ type Consumer struct {
 
 	// id names this process in rollup write tokens; writes counts them.
 	id     string
-	writes uint64
+	writes atomic.Uint64
 
+	// mu guards the caches and the dropped lists, never across I/O.
 	mu    sync.Mutex
 	gws   *lru[*gwState]
 	bowls *lru[*bowlRollup]
-	// dropped are evicted entries with work still to write, written at
-	// the end of the call that evicted them.
+	// dropped are evicted entries, written (when they hold anything
+	// unwritten) at the end of the next call.
 	droppedGWs   []*gwState
 	droppedBowls []*bowlRollup
 }
@@ -44,16 +49,10 @@ func New(cfg Config) (*Consumer, error) {
 		return nil, err
 	}
 	c := &Consumer{cfg: cfg, id: processID(), log: cfg.Logger, obs: cfg.Observer, codec: defaultCodec, letters: cfg.Letters, limiter: newRejectLimiter(cfg.Rejections)}
-	c.gws = newLRU(cfg.MaxGateways, func(s *gwState) {
-		if s.dirty {
-			c.droppedGWs = append(c.droppedGWs, s)
-		}
-	})
+	c.gws = newLRU(cfg.MaxGateways, func(s *gwState) { c.droppedGWs = append(c.droppedGWs, s) })
 	c.bowls = newLRU(cfg.MaxBowls, func(b *bowlRollup) {
-		if b.pending() {
-			b.evicted = true
-			c.droppedBowls = append(c.droppedBowls, b)
-		}
+		b.evicted.Store(true)
+		c.droppedBowls = append(c.droppedBowls, b)
 	})
 	return c, nil
 }
@@ -77,8 +76,6 @@ func (c *Consumer) Handle(ctx context.Context, recs []Record) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("handle %d records: %w", len(recs), err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var (
 		res     = Result{BatchItemFailures: []BatchItemFailure{}}
 		touched []*gwState
@@ -108,12 +105,14 @@ func (c *Consumer) Handle(ctx context.Context, recs []Record) (Result, error) {
 // rollups regardless of RollupEvery: call it on shutdown, or on a timer
 // so that a quiet gateway's due ack does not wait for its next record.
 func (c *Consumer) Flush(ctx context.Context) {
+	var (
+		gws   []*gwState
+		bowls []*bowlRollup
+	)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var gws []*gwState
 	c.gws.each(func(s *gwState) { gws = append(gws, s) })
-	var bowls []*bowlRollup
 	c.bowls.each(func(b *bowlRollup) { bowls = append(bowls, b) })
+	c.mu.Unlock()
 	c.finish(ctx, gws, bowls, true)
 }
 
@@ -138,6 +137,8 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 	if err != nil {
 		return nil, nil, err
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	fix := judgeClock(d.sentAt, d.receivedAt, c.cfg.MaxAhead)
 	if fix.Reason != "" {
 		c.obs.ClockFixed(fix.Reason)
@@ -165,7 +166,9 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 				b = c.bowl(s.thing)
 				bowls = append(bowls, b)
 			}
+			b.mu.Lock()
 			b.add(fix.correct(x.at), x.kind, x.value, c.cfg.Now())
+			b.mu.Unlock()
 		}
 		if t.tidy(before) {
 			st.dirty = true // a hole opened or closed
@@ -234,15 +237,24 @@ func (c *Consumer) checkIdentity(ctx context.Context, d decoded) error {
 	return nil
 }
 
-// gateway returns gw's state, from the cache or its row.
+// gateway returns gw's state, from the cache or its row (read without
+// holding the cache's lock; when two calls race, the first cached wins).
 func (c *Consumer) gateway(ctx context.Context, tenant, gw string) (*gwState, error) {
 	key := tenant + "/" + gw
-	if s, ok := c.gws.get(key); ok {
+	c.mu.Lock()
+	s, ok := c.gws.get(key)
+	c.mu.Unlock()
+	if ok {
 		return s, nil
 	}
 	s, err := c.loadState(ctx, tenant, gw)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.gws.get(key); ok {
+		return cur, nil
 	}
 	c.gws.put(key, s)
 	return s, nil
@@ -251,27 +263,41 @@ func (c *Consumer) gateway(ctx context.Context, tenant, gw string) (*gwState, er
 // finish does the work of the end of a call for the gateways and bowls
 // given, and for those evicted meanwhile.
 func (c *Consumer) finish(ctx context.Context, gws []*gwState, bowls []*bowlRollup, force bool) {
+	c.mu.Lock()
 	gws = append(gws, c.droppedGWs...)
 	bowls = append(bowls, c.droppedBowls...)
 	c.droppedGWs, c.droppedBowls = nil, nil
+	c.mu.Unlock()
 	now := c.cfg.Now()
 	for _, s := range gws {
-		c.ackIfDue(ctx, s, now)
-		c.raiseGaps(ctx, s)
-		if !s.dirty {
-			continue
-		}
-		if err := c.saveState(ctx, s); err != nil {
-			c.log.Warn("gateway state not written; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "err", err)
-		}
+		c.finishGateway(ctx, s, now)
 	}
 	for _, b := range bowls {
-		if !b.pending() || (!force && !b.evicted && c.cfg.RollupEvery > 0 && now.Sub(b.written) < c.cfg.RollupEvery) {
-			continue
-		}
-		if err := c.writeRollup(ctx, b, now); err != nil {
-			c.log.Warn("rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
-		}
+		c.finishBowl(ctx, b, now, force)
+	}
+}
+
+func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.ackIfDue(ctx, s, now)
+	c.raiseGaps(ctx, s)
+	if !s.dirty {
+		return
+	}
+	if err := c.saveState(ctx, s); err != nil {
+		c.log.Warn("gateway state not written; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "err", err)
+	}
+}
+
+func (c *Consumer) finishBowl(ctx context.Context, b *bowlRollup, now time.Time, force bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.pending() || (!force && !b.evicted.Load() && c.cfg.RollupEvery > 0 && now.Sub(b.written) < c.cfg.RollupEvery) {
+		return
+	}
+	if err := c.writeRollup(ctx, b, now); err != nil {
+		c.log.Warn("rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,5 +289,47 @@ func TestRollupPutRetriedAfterLandingCountsOnce(t *testing.T) {
 	}
 	if r.obs.conflicts != 1 {
 		t.Errorf("conflicts = %d; want the one put that landed", r.obs.conflicts)
+	}
+}
+
+// Handle is called for several shards at once: each gateway's state stays
+// whole (run with -race).
+func TestHandleConcurrentShards(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0; c.MaxGateways = 1 })
+	recs := map[string][]Record{}
+	for _, gw := range []string{"gw-1", "gw-2"} {
+		for i := uint64(0); i < 20; i++ {
+			recs[gw] = append(recs[gw], r.record(t, tenant, gw, t0, encode(t, "ob-"+gw, t0, weights(gw+":a", 1+10*i, 10+10*i, t0))))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, gw := range []string{"gw-1", "gw-2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, rec := range recs[gw] {
+				if _, err := r.c.Handle(context.Background(), []Record{rec}); err != nil {
+					t.Errorf("Handle: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r.c.Flush(context.Background())
+	if r.obs.samples != 400 {
+		t.Errorf("samples = %d; want 400", r.obs.samples)
+	}
+	for _, gw := range []string{"gw-1", "gw-2"} {
+		pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", gw+":a", t0, t0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, p := range pts {
+			n += p.Count
+		}
+		if n != 200 {
+			t.Errorf("%s rolled up %d samples; want 200", gw, n)
+		}
 	}
 }

@@ -32,8 +32,11 @@
 //
 // # Caveats
 //
-//   - Calls of Handle run one at a time per Consumer (one Lambda
-//     execution environment handles one batch at a time anyway).
+//   - Calls of Handle may run at once (several shards); one gateway's
+//     state and one bowl's rollup are handled under their own locks, so
+//     records of one gateway from two shards (after a reshard) wait for
+//     each other, and a hung call (each is bounded by CallTimeout) holds
+//     up only its own gateway.
 //   - An ack is due only when a record arrives (or Flush is called): a
 //     gateway that goes quiet right after a batch is acknowledged when it
 //     resends. Its resend timeout must be longer than AckEvery.

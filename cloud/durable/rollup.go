@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -107,10 +109,14 @@ type hourRollup struct {
 // here: a lost process loses them, which costs presentation data only
 // (the samples are in the stream).
 type bowlRollup struct {
+	// mu guards hours and written; held across the bowl's writes.
+	mu      sync.Mutex
 	thing   string
 	hours   map[time.Time]*hourRollup
 	written time.Time // wall clock of the last write
-	evicted bool
+	// evicted: dropped from the cache, to be written regardless of
+	// RollupEvery.
+	evicted atomic.Bool
 }
 
 func (b *bowlRollup) pending() bool {
@@ -169,6 +175,8 @@ func (b *bowlRollup) trim() {
 
 // bowl returns thing's rollups, creating them.
 func (c *Consumer) bowl(thing string) *bowlRollup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if b, ok := c.bowls.get(thing); ok {
 		return b
 	}
@@ -194,7 +202,7 @@ func (c *Consumer) writeRollup(ctx context.Context, b *bowlRollup, now time.Time
 		}
 	}
 	b.written = now
-	b.evicted = false
+	b.evicted.Store(false)
 	for t, h := range b.hours {
 		if len(h.delta) == 0 && t.Add(time.Hour+RollupTTL).Before(now) {
 			delete(b.hours, t)
@@ -205,8 +213,7 @@ func (c *Consumer) writeRollup(ctx context.Context, b *bowlRollup, now time.Time
 
 func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, now time.Time) error {
 	if h.token == "" {
-		c.writes++
-		h.token = c.id + "-" + strconv.FormatUint(c.writes, 10)
+		h.token = c.id + "-" + strconv.FormatUint(c.writes.Add(1), 10)
 	}
 	for attempt := 0; ; attempt++ {
 		all := h.base.fold(h.delta)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,6 +21,8 @@ import (
 // row, never the durability promise: whatever it forgets, the gateway
 // resends (docs/telemetry-path.md).
 type gwState struct {
+	// mu guards everything below; held across the gateway's I/O.
+	mu         sync.Mutex
 	tenant, gw string
 	// version is the row's version as last read or written; 0: no row.
 	version  int64
