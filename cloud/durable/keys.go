@@ -18,8 +18,8 @@ import (
 //	               state (S: JSON of storedState: per outbox id its last
 //	               gateway time and per thing the seq spans seen in the
 //	               stream, the holes' first-noticed gateway times and the
-//	               holes raised as bowl.data_gap; the last ack time), no
-//	               ttl
+//	               holes raised as bowl.data_gap; the last ack time),
+//	               ttl (N, epoch seconds: updated_at + StateTTL)
 //
 // Put with optimistic locking (attribute_not_exists(pk) for the first
 // write, then version = the version read) only when an ack was published,
@@ -52,6 +52,12 @@ const (
 	StateEntity = "telemetry_state"
 	// RollupEntity is the entity attribute of rollup rows.
 	RollupEntity = "telemetry_rollup"
+	// StateTTL is how long a state row lives after its last write, so the
+	// rows of gateways gone for good go too: far past the stream's 7-day
+	// retention, and a row that expires only makes its gateway's next
+	// records acknowledged from scratch (the gateway resends what it was
+	// not told about).
+	StateTTL = 30 * 24 * time.Hour
 	// RollupTTL is how long a rollup row lives after its hour ends.
 	RollupTTL = 3 * 24 * time.Hour
 	// HourLayout is the sort key layout of a rollup row.

@@ -315,7 +315,9 @@ func (c *Consumer) putState(ctx context.Context, s *gwState) error {
 	item["gateway"] = &types.AttributeValueMemberS{Value: s.gw}
 	item["state"] = &types.AttributeValueMemberS{Value: string(body)}
 	item["version"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(s.version+1, 10)}
-	item["updated_at"] = &types.AttributeValueMemberS{Value: c.cfg.Now().UTC().Format(time.RFC3339Nano)}
+	now := c.cfg.Now()
+	item["updated_at"] = &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)}
+	item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(StateTTL).Unix(), 10)}
 	in := &dynamodb.PutItemInput{TableName: aws.String(c.cfg.Table), Item: item}
 	if s.version == 0 {
 		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
