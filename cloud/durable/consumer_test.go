@@ -355,3 +355,20 @@ func TestAckPublishFailureRetried(t *testing.T) {
 		t.Errorf("state puts = %d; want 1", n)
 	}
 }
+
+// A rollup put that timed out after it landed is put again with the same
+// minutes; samples that arrived meanwhile are written after, once.
+func TestRollupPutTimedOutAfterLandingCountsOnce(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+	r.db.landThenFail = rollupPKPrefix
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 10, t0))))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 11, 20, t0.Add(10*time.Second)))))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 21, 25, t0.Add(20*time.Second)))))
+	pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", "gw-1:a", t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 || pts[0].Count != 25 {
+		t.Errorf("points = %+v; want one minute of 25 samples", pts)
+	}
+}

@@ -62,6 +62,9 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	names := lstest.Names(t)
+	// Rows carry TTLs from the consumer's clock and DynamoDB Local
+	// deletes expired rows: the clock starts near the real one.
+	base := time.Now().UTC().Truncate(time.Hour).Add(-5 * time.Hour)
 	rec, err := awscalls.Open(filepath.Join(t.TempDir(), "calls.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +99,7 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{pub: &fakePublisher{}, emit: &fakeEmitter{}, obs: &countObserver{}, clock: &clock{t: t0}}
+	r := &rig{pub: &fakePublisher{}, emit: &fakeEmitter{}, obs: &countObserver{}, clock: &clock{t: base}}
 	newConsumer := func() *Consumer {
 		c := DefaultConfig()
 		c.DB, c.Table, c.Devices, c.Letters, c.Publisher, c.Emitter = db, names.TelemetryTable(), cache, letters, r.pub, r.emit
@@ -114,7 +117,7 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 	const n = 120
 	var recs int
 	for i := 0; i < n; i++ {
-		at := t0.Add(time.Duration(i) * time.Minute)
+		at := base.Add(time.Duration(i) * time.Minute)
 		r.clock.Set(at)
 		q := uint64(60*i + 1)
 		x := r.record(t, tnt, gw, at, encode(t, "ob1", at, weights(bowls[0], q, q+59, at), weights(bowls[1], q, q+59, at)))
@@ -128,7 +131,7 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 		}
 	}
 	// A forged record (another tenant) is a dead letter, not a write here.
-	forged := r.record(t, "other-"+tnt, gw, t0.Add(n*time.Minute), encode(t, "ob1", t0, weights(bowls[0], 1, 1, t0)))
+	forged := r.record(t, "other-"+tnt, gw, base.Add(n*time.Minute), encode(t, "ob1", base, weights(bowls[0], 1, 1, base)))
 	if _, err := a.Handle(ctx, []Record{forged}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 		t.Errorf("duplicates = %d; want %d", r.obs.dups, 2*60*(n/10))
 	}
 	for _, th := range bowls {
-		pts, err := ReadRollups(ctx, client, names.TelemetryTable(), th, t0, t0.Add(n*time.Minute))
+		pts, err := ReadRollups(ctx, client, names.TelemetryTable(), th, base, base.Add(n*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,12 +169,12 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 	if _, err := b.gateway(ctx, tnt, gw); err != nil {
 		t.Fatal(err)
 	}
-	r.clock.Set(t0.Add(3 * time.Hour))
+	r.clock.Set(base.Add(3 * time.Hour))
 	if _, err := a.Handle(ctx, []Record{r.record(t, tnt, gw, r.clock.Now(), encode(t, "ob1", r.clock.Now(), weights(bowls[0], 7201, 7210, r.clock.Now())))}); err != nil {
 		t.Fatal(err)
 	}
-	r.clock.Set(t0.Add(4 * time.Hour))
-	if _, err := b.Handle(ctx, []Record{r.record(t, tnt, gw, r.clock.Now(), encode(t, "ob1", r.clock.Now(), weights(bowls[0], 8001, 8010, t0.Add(3*time.Hour))))}); err != nil {
+	r.clock.Set(base.Add(4 * time.Hour))
+	if _, err := b.Handle(ctx, []Record{r.record(t, tnt, gw, r.clock.Now(), encode(t, "ob1", r.clock.Now(), weights(bowls[0], 8001, 8010, base.Add(3*time.Hour))))}); err != nil {
 		t.Fatal(err)
 	}
 	b.Flush(ctx)
@@ -187,7 +190,7 @@ func TestDynamoDBStateAndRollups(t *testing.T) {
 		t.Errorf("row spans after the race = %v; want %v", got, want)
 	}
 	// Both wrote the same hour of rollups (3h): the row holds both.
-	pts, err := ReadRollups(ctx, client, names.TelemetryTable(), bowls[0], t0.Add(3*time.Hour), t0.Add(4*time.Hour))
+	pts, err := ReadRollups(ctx, client, names.TelemetryTable(), bowls[0], base.Add(3*time.Hour), base.Add(4*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

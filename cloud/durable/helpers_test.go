@@ -47,7 +47,10 @@ type fakeDB struct {
 	// was lost sees.
 	// Set to a pk prefix, it applies to the next put of that prefix.
 	landThenConflict string
-	fail             error
+	// landThenFail likewise makes the next put land and answer an error
+	// (a timeout after DynamoDB wrote the row).
+	landThenFail string
+	fail         error
 }
 
 func newFakeDB() *fakeDB {
@@ -100,6 +103,10 @@ func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func
 		return nil, fmt.Errorf("fakeDB: condition %q not supported", cond)
 	}
 	f.items[k] = in.Item
+	if f.landThenFail != "" && strings.HasPrefix(pk, f.landThenFail) {
+		f.landThenFail = ""
+		return nil, context.DeadlineExceeded
+	}
 	if f.landThenConflict != "" && strings.HasPrefix(pk, f.landThenConflict) {
 		f.landThenConflict = ""
 		return nil, &types.ConditionalCheckFailedException{Message: aws.String("retried after landing")}

@@ -91,19 +91,27 @@ func (m minutes) fold(o minutes) minutes {
 }
 
 // hourRollup is one rollup row: what it held when last read or written
-// (base, with its version; known says whether base is the row's content)
-// and what arrived since (delta).
+// (base, with its version; known says whether base is the row's content),
+// the minutes of a write not known to have landed (sending, named by
+// token), and what arrived since (delta).
+//
+// A put whose answer was lost (a timeout; or the SDK retried it and met
+// its own row) may have landed: the next attempt puts the same minutes
+// under the same token, and a conflict whose row carries that token means
+// they are in. Only if another process also wrote the row in between
+// would they count twice.
 type hourRollup struct {
 	hour    time.Time
 	known   bool
 	version int64
-	// token names the write of the current delta: a put whose answer was
-	// lost (the SDK then retries it and meets its own row) is recognised
-	// by it, so the delta is not folded in twice.
-	token string
-	base  minutes
-	delta minutes
+	base    minutes
+	sending minutes
+	token   string
+	delta   minutes
 }
+
+// idle reports whether h holds nothing unwritten.
+func (h *hourRollup) idle() bool { return len(h.delta) == 0 && h.sending == nil }
 
 // bowlRollup is one bowl's rollups in memory. Unwritten minutes live only
 // here: a lost process loses them, which costs presentation data only
@@ -121,7 +129,7 @@ type bowlRollup struct {
 
 func (b *bowlRollup) pending() bool {
 	for _, h := range b.hours {
-		if len(h.delta) > 0 {
+		if !h.idle() {
 			return true
 		}
 	}
@@ -167,7 +175,7 @@ func (b *bowlRollup) trim() {
 		if len(b.hours) <= maxHours {
 			return
 		}
-		if len(b.hours[t].delta) == 0 {
+		if b.hours[t].idle() {
 			delete(b.hours, t)
 		}
 	}
@@ -193,7 +201,7 @@ func (c *Consumer) bowl(thing string) *bowlRollup {
 func (c *Consumer) writeRollup(ctx context.Context, b *bowlRollup, now time.Time) error {
 	var errs []error
 	for _, h := range b.hours {
-		if len(h.delta) == 0 {
+		if h.idle() {
 			continue
 		}
 		if err := c.writeHour(ctx, b.thing, h, now); err != nil {
@@ -204,7 +212,7 @@ func (c *Consumer) writeRollup(ctx context.Context, b *bowlRollup, now time.Time
 	b.written = now
 	b.evicted.Store(false)
 	for t, h := range b.hours {
-		if len(h.delta) == 0 && t.Add(time.Hour+RollupTTL).Before(now) {
+		if h.idle() && t.Add(time.Hour+RollupTTL).Before(now) {
 			delete(b.hours, t)
 		}
 	}
@@ -212,11 +220,12 @@ func (c *Consumer) writeRollup(ctx context.Context, b *bowlRollup, now time.Time
 }
 
 func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, now time.Time) error {
-	if h.token == "" {
+	if h.sending == nil {
+		h.sending, h.delta = h.delta, minutes{}
 		h.token = c.id + "-" + strconv.FormatUint(c.writes.Add(1), 10)
 	}
 	for attempt := 0; ; attempt++ {
-		all := h.base.fold(h.delta)
+		all := h.base.fold(h.sending)
 		body, err := json.Marshal(all)
 		if err != nil {
 			return err
@@ -246,7 +255,8 @@ func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, n
 				return err
 			}
 			if landed {
-				break
+				h.sending, h.token = nil, ""
+				return nil
 			}
 			continue
 		}
@@ -254,16 +264,14 @@ func (c *Consumer) writeHour(ctx context.Context, thing string, h *hourRollup, n
 			return fmt.Errorf("write rollup of %s hour %s: %w", thing, h.hour.Format(HourLayout), err)
 		}
 		c.obs.RollupWrite("ok")
-		h.base, h.known = all, true
+		h.base, h.known, h.sending, h.token = all, true, nil, ""
 		h.version++
-		break
+		return nil
 	}
-	h.delta, h.token = minutes{}, ""
-	return nil
 }
 
 // readHour replaces h's base with the row's content. landed reports that
-// the row is h's own pending write (its token): the delta is in it.
+// the row is h's own pending write (its token): the minutes sent are in it.
 func (c *Consumer) readHour(ctx context.Context, thing string, h *hourRollup) (landed bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
