@@ -61,7 +61,7 @@ var decMode = mustDec(cbor.DecOptions{
 	IndefLength:       cbor.IndefLengthForbidden,
 	TagsMd:            cbor.TagsForbidden,
 	MaxNestedLevels:   8,
-	MaxArrayElements:  MaxThings,
+	MaxArrayElements:  MaxThings + 1, // so Decode, not the codec, names a batch of too many things
 	MaxMapPairs:       16,
 	UTF8:              cbor.UTF8RejectInvalid,
 	ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,

@@ -18,7 +18,8 @@ import (
 // divisor of the kind's steps. It refuses, with a *FormatError, a batch
 // that Decode would refuse: bad names, an empty series, seqs not strictly
 // increasing, times outside 1970..9999, more than MaxSamples samples, a
-// value that overflows int64 when rescaled. It does not bound the
+// value that overflows int64 when rescaled (or a kind whose only nonzero
+// value is -2^63, whose quantum would be 2^63). It does not bound the
 // payload's size: Split does.
 func Encode(b Batch) ([]byte, error) {
 	data, err := encodeCBOR(b)
@@ -237,7 +238,6 @@ func gcdU(a, b uint64) uint64 {
 	}
 	return a
 }
-
 
 // writers reuses DEFLATE writers: one at BestCompression allocates about a
 // megabyte.
