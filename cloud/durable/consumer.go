@@ -133,6 +133,9 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 	if err := c.checkIdentity(ctx, d); err != nil {
 		return nil, nil, c.refuse(ctx, r, e, err)
 	}
+	if len(d.series) == 0 {
+		return nil, nil, nil // a batch of no things: nothing to take in
+	}
 	st, err := c.gateway(ctx, d.tenant, d.gateway)
 	if err != nil {
 		return nil, nil, err
@@ -201,9 +204,6 @@ func (c *Consumer) refuse(ctx context.Context, r Record, e envelope, err error) 
 // tenant: its name is the gateway's or "<gateway>:*", and the registry
 // has it under the tenant. One thing that fails rejects the record whole.
 func (c *Consumer) checkIdentity(ctx context.Context, d decoded) error {
-	if len(d.series) == 0 {
-		return reject(ReasonMalformed, "no samples")
-	}
 	var things []string
 	for _, s := range d.series {
 		if err := wire.CheckName("thing", s.thing); err != nil {

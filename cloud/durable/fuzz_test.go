@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire/batch"
 )
 
-// FuzzHandle feeds Handle arbitrary record bytes and payloads: whatever
+// FuzzHandle feeds Handle arbitrary record bytes and payloads (seeded with
+// the golden batches of edge/wire/testdata): whatever
 // they hold, a record is taken in or dead-lettered, never retried, and
 // nothing panics.
 func FuzzHandle(f *testing.F) {
@@ -18,6 +21,13 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte(nil), encode(f, "ob1", t0, weights("gw-1:a", 1, 3, t0)))
 	f.Add([]byte(nil), v1(f, "gw-1", 1, 2, t0))
 	f.Add([]byte(nil), []byte{2, 0xff})
+	golden, err := batch.LoadGolden("../../edge/wire/testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, g := range golden {
+		f.Add([]byte(nil), g.Payload)
+	}
 	f.Fuzz(func(t *testing.T, data, payload []byte) {
 		r := newRig(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)); c.RollupEvery = 0 })
 		if payload != nil {
