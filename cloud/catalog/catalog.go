@@ -65,7 +65,7 @@ func Bowline() engine.Catalog {
 			{Name: TypeDeviceFault, Fields: []string{"code", "detail"}, Description: "the bowl reported a fault"},
 			{Name: TypeTelemetryDropped, Fields: []string{"from_seq", "to_seq", "count", "from", "to", "reason"}, Description: "the gateway dropped unsent telemetry (disk cap or TTL)"},
 			{Name: TypeCounterReset, Fields: []string{"old_epoch", "new_epoch", "last_seq", "first_seq"}, Description: "the bowl's MCU restarted its sequence counter (new boot epoch); the new readings are kept"},
-			{Name: TypeDataGap, Fields: []string{"thing", "lane", "from_seq", "to_seq", "missing_since"}, Description: "a range of a thing's sequence numbers never arrived within the grace period"},
+			{Name: TypeDataGap, Fields: []string{"thing", "lane", "outbox", "from_seq", "to_seq", "missing_since"}, Description: "a range of a thing's sequence numbers never arrived within the grace period"},
 			{Name: TypeOrderCreated, Fields: []string{"order_id", "customer_id", "pet_id", "items", "amount_cents", "currency"}, Description: "an order was placed"},
 			{Name: TypePaymentCompleted, Fields: []string{"order_id", "payment_id", "amount_cents", "currency", "customer_id", "pet_id", "items"}, Description: "an order was paid"},
 			{Name: TypeAppetiteDropped, Fields: []string{"pet_tag", "day", "grams", "average_g", "days"}, Description: "a pet ate under half its 7-day average in a day"},

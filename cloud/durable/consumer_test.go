@@ -1,0 +1,374 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/edge/wire/batch"
+)
+
+// A first batch is acknowledged at once (no ack yet), later ones only when
+// AckEvery has passed since the last ack; an ack repeats every range.
+func TestAckCadence(t *testing.T) {
+	r := newRig(t, nil)
+	at := t0
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", 1, 60, at))))
+	if n := len(r.pub.acks(t)); n != 1 {
+		t.Fatalf("acks after the first batch = %d; want 1", n)
+	}
+	a := r.pub.acks(t)[0]
+	if a.Outbox != "ob1" || !slices.Equal(a.Things["gw-1:a"], []wire.Range{{First: 1, Last: 60}}) {
+		t.Errorf("first ack = %+v; want outbox ob1, gw-1:a [1,60]", a)
+	}
+	if r.pub.msgs[0].topic != wire.AckTopic(tenant, "gw-1") || r.pub.msgs[0].qos != 0 {
+		t.Errorf("ack published on %q qos %d; want %q qos 0", r.pub.msgs[0].topic, r.pub.msgs[0].qos, wire.AckTopic(tenant, "gw-1"))
+	}
+	for m := 1; m < 10; m++ {
+		at = t0.Add(time.Duration(m) * time.Minute)
+		r.clock.Set(at)
+		q := uint64(60*m + 1)
+		r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", q, q+59, at))))
+	}
+	if n := len(r.pub.acks(t)); n != 1 {
+		t.Fatalf("acks within AckEvery = %d; want still 1", n)
+	}
+	at = t0.Add(10 * time.Minute)
+	r.clock.Set(at)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", 601, 660, at))))
+	acks := r.pub.acks(t)
+	if len(acks) != 2 {
+		t.Fatalf("acks after AckEvery = %d; want 2", len(acks))
+	}
+	if got := acks[1].Things["gw-1:a"]; !slices.Equal(got, []wire.Range{{First: 1, Last: 660}}) {
+		t.Errorf("second ack gw-1:a = %v; want [[1,660]]", got)
+	}
+	// Nothing new: nothing to acknowledge however long it waits.
+	r.clock.Set(t0.Add(time.Hour))
+	r.c.Flush(context.Background())
+	if n := len(r.pub.acks(t)); n != 2 {
+		t.Errorf("acks with no new seqs = %d; want 2", n)
+	}
+	// 12 records, 2 acks: the state row was written for the acks only.
+	if n := r.db.statePuts(); n != 2 {
+		t.Errorf("state puts = %d; want 2 (one per ack)", n)
+	}
+}
+
+// A record read twice (Kinesis is at-least-once, the gateway resends) is
+// counted once in the rollup.
+func TestDuplicatesDroppedFromRollups(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+	p := encode(t, "ob1", t0, weights("gw-1:a", 1, 30, t0))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, p))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0.Add(time.Second), p))
+	// A resend that overlaps: 21..40, of which 31..40 are new.
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0.Add(2*time.Second), encode(t, "ob1", t0, weights("gw-1:a", 21, 40, t0.Add(20*time.Second)))))
+	if r.obs.samples != 40 || r.obs.dups != 40 {
+		t.Errorf("samples, duplicates = %d, %d; want 40, 40", r.obs.samples, r.obs.dups)
+	}
+	pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", "gw-1:a", t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, p := range pts {
+		n += p.Count
+	}
+	if n != 40 {
+		t.Errorf("rolled-up samples = %d; want 40 (points %+v)", n, pts)
+	}
+	// The first minute holds seqs 1..40 at t0+0..39 s: weights 101..140 g.
+	if len(pts) != 1 || pts[0].Min != 101 || pts[0].Max != 140 || pts[0].Last != 140 || pts[0].Mean != 120.5 {
+		t.Errorf("points = %+v; want one minute of min 101, max 140, mean 120.5, last 140", pts)
+	}
+}
+
+// A gateway naming a bowl of another gateway, or another tenant's, or an
+// unregistered one, gets nothing rolled up or acknowledged: the record is
+// a dead letter kept for replay, whole.
+func TestIdentityRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tenant string
+		series []batch.Series
+		reason Reason
+	}{
+		{"another gateway's bowl", tenant, []batch.Series{weights("gw-1:a", 1, 5, t0), weights("gw-2:a", 1, 5, t0)}, ReasonForeignThing},
+		{"a name that only starts like the gateway's", tenant, []batch.Series{weights("gw-10", 1, 5, t0)}, ReasonForeignThing},
+		{"another tenant's bowl under a forged tenant", "other-co", []batch.Series{weights("gw-1:a", 1, 5, t0)}, ReasonOtherTenant},
+		{"an unregistered bowl", tenant, []batch.Series{weights("gw-1:a", 1, 5, t0), weights("gw-1:zzz", 1, 5, t0)}, ReasonUnknownThing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+			rec := r.record(t, tc.tenant, "gw-1", t0, encode(t, "ob1", t0, tc.series...))
+			if res := r.handle(t, r.c, rec); len(res.BatchItemFailures) != 0 {
+				t.Fatalf("Handle failures = %v; want none (a rejection is not retried)", res.BatchItemFailures)
+			}
+			if n := len(r.pub.acks(t)); n != 0 {
+				t.Errorf("acks = %d; want 0", n)
+			}
+			if n := r.db.rollupPuts() + r.db.statePuts(); n != 0 {
+				t.Errorf("rows written = %d; want 0", n)
+			}
+			if r.obs.samples != 0 || r.obs.rejected[tc.reason] != 1 {
+				t.Errorf("samples %d, rejected %v; want 0 and one %s", r.obs.samples, r.obs.rejected, tc.reason)
+			}
+			ls := r.letters.all()
+			if len(ls) != 1 {
+				t.Fatalf("letters = %d; want 1", len(ls))
+			}
+			if l := ls[0]; l.Tenant != tc.tenant || !strings.HasPrefix(l.EventID, "gw-1/batch/") || l.Subscription != LetterSubscription || !strings.Contains(l.Error, string(tc.reason)) {
+				t.Errorf("letter = tenant %q event %q subscription %q error %q; want tenant %q, event gw-1/batch/<sha256>, %q, reason %s", l.Tenant, l.EventID, l.Subscription, l.Error, tc.tenant, LetterSubscription, tc.reason)
+			}
+			if l := ls[0]; string(l.Raw) != string(encode(t, "ob1", t0, tc.series...)) {
+				t.Errorf("letter raw is not the payload's bytes")
+			}
+		})
+	}
+}
+
+// A registry outage is no rejection: the record is retried from, nothing
+// dead-lettered, and the records before it are done.
+func TestRegistryOutageRetries(t *testing.T) {
+	r := newRig(t, nil)
+	ok := r.record(t, tenant, "gw-2", t0, encode(t, "ob2", t0, weights("gw-2:a", 1, 5, t0)))
+	bad := r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:b", 1, 5, t0)))
+	after := r.record(t, tenant, "gw-2", t0, encode(t, "ob2", t0, weights("gw-2:a", 6, 9, t0)))
+	// gw-2:a is cached by the consumer's registry in real life; here the
+	// outage starts after the first record.
+	r.handle(t, r.c, ok)
+	r.devs.fail = errors.New("registry unreachable")
+	res := r.handle(t, r.c, bad, after)
+	if want := []BatchItemFailure{{ItemIdentifier: bad.SequenceNumber}}; !slices.Equal(res.BatchItemFailures, want) {
+		t.Errorf("failures = %v; want %v", res.BatchItemFailures, want)
+	}
+	if n := len(r.letters.all()); n != 0 {
+		t.Errorf("letters = %d; want 0", n)
+	}
+	r.devs.fail = nil
+	if res := r.handle(t, r.c, bad, after); len(res.BatchItemFailures) != 0 {
+		t.Errorf("retry failures = %v; want none", res.BatchItemFailures)
+	}
+	if r.obs.samples != 14 {
+		t.Errorf("samples = %d; want 14", r.obs.samples)
+	}
+}
+
+// v1 telemetry is tracked (duplicates, rollups) under the pseudo outbox
+// and never acknowledged: a v1 gateway forgot it on PUBACK.
+func TestV1RecordsTrackedNeverAcked(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+	p := v1(t, "gw-1:a", 1, 10, t0)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1:a", t0, p), r.record(t, tenant, "gw-1:a", t0, p))
+	if r.obs.samples != 10 || r.obs.dups != 10 {
+		t.Errorf("samples, duplicates = %d, %d; want 10, 10", r.obs.samples, r.obs.dups)
+	}
+	r.clock.Set(t0.Add(time.Hour))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1:a", t0.Add(time.Hour), v1(t, "gw-1:a", 11, 20, t0.Add(time.Hour))))
+	if n := len(r.pub.msgs); n != 0 {
+		t.Errorf("published = %d; want 0 for v1", n)
+	}
+	if r.db.rollupPuts() == 0 {
+		t.Error("no rollup written for v1 telemetry")
+	}
+	// A v1 message of another thing than the topic's is refused.
+	r.handle(t, r.c, r.record(t, tenant, "gw-1:a", t0, v1(t, "gw-1:b", 1, 1, t0)))
+	if r.obs.rejected[ReasonForeignThing] != 1 {
+		t.Errorf("rejected = %v; want one foreign_thing", r.obs.rejected)
+	}
+}
+
+// Records that do not decode are dead letters, never retries: poison
+// pills when even the envelope fails, tenant letters otherwise.
+func TestUndecodableRecordsAreLetters(t *testing.T) {
+	r := newRig(t, nil)
+	good := r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 2, t0)))
+	garbage := Record{Data: []byte("not json"), PartitionKey: "gw-1", SequenceNumber: "7", ShardID: "s"}
+	badBatch := r.record(t, tenant, "gw-1", t0, []byte{batch.Format, 0xff, 0x00})
+	badV1 := r.record(t, tenant, "gw-1", t0, []byte(`{"v":1,"thing":"gw-1","seq":0,"samples":[]}`))
+	v1Outbox := r.record(t, tenant, "gw-1", t0, encode(t, V1Outbox, t0, weights("gw-1:a", 1, 2, t0)))
+	if res := r.handle(t, r.c, garbage, badBatch, badV1, v1Outbox, good); len(res.BatchItemFailures) != 0 {
+		t.Fatalf("failures = %v; want none", res.BatchItemFailures)
+	}
+	ls := r.letters.all()
+	if len(ls) != 4 || !ls[0].Poison || string(ls[0].Raw) != "not json" || ls[1].Poison || ls[1].Tenant != tenant {
+		t.Errorf("letters = %+v; want a poison pill of the record's bytes, then three tenant letters", ls)
+	}
+	if r.obs.rejected[ReasonMalformed] != 4 || r.obs.samples != 2 {
+		t.Errorf("rejected %v, samples %d; want 4 malformed, 2 samples", r.obs.rejected, r.obs.samples)
+	}
+}
+
+// One gateway cannot flood the dead letters: past PerGateway letters in a
+// window it writes one summary letter, then is only counted; another
+// gateway keeps its own budget.
+func TestRejectionsRateLimitedPerGateway(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Rejections.PerGateway = 3 })
+	for i := 0; i < 10; i++ {
+		// The payload names other bowls each time: the limit is keyed
+		// on the authenticated gateway, not on names from the body.
+		r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-9:a"+strings.Repeat("x", i), 1, 1, t0))))
+	}
+	r.handle(t, r.c, r.record(t, tenant, "gw-2", t0, encode(t, "ob2", t0, weights("gw-9:a", 1, 1, t0))))
+	ls := r.letters.all()
+	if len(ls) != 5 {
+		t.Fatalf("letters = %d; want 3 + 1 summary for gw-1, 1 for gw-2", len(ls))
+	}
+	if !strings.Contains(ls[3].EventID, "rate_limited") || !strings.HasPrefix(ls[4].EventID, "gw-2/") {
+		t.Errorf("letters 4 and 5 = %q, %q; want gw-1's summary, then gw-2's letter", ls[3].EventID, ls[4].EventID)
+	}
+	if r.obs.rejected[ReasonForeignThing] != 11 {
+		t.Errorf("rejections counted = %v; want 11", r.obs.rejected)
+	}
+}
+
+// The process's caches are bounded: a gateway dropped from the state cache
+// with something unwritten is written, and read again when it returns.
+func TestCachesBounded(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxGateways = 1; c.MaxBowls = 1; c.RollupEvery = time.Hour })
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 5, t0), weights("gw-1:b", 1, 5, t0))))
+	// gw-1:a was dropped from the rollup cache for gw-1:b and written at
+	// once; gw-1:b is written as a bowl's first rollup always is.
+	if n := r.db.rollupPuts(); n != 2 {
+		t.Errorf("rollup puts after an eviction = %d; want 2", n)
+	}
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 10, 12, t0)))) // opens a hole
+	r.handle(t, r.c, r.record(t, tenant, "gw-2", t0, encode(t, "ob2", t0, weights("gw-2:a", 1, 5, t0))))
+	gets := r.db.stateGets()
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 6, 9, t0))))
+	if r.db.stateGets() != gets+1 {
+		t.Errorf("state gets = %d; want the dropped gateway's row read again (%d)", r.db.stateGets(), gets+1)
+	}
+	if r.c.gws.len() != 1 || r.c.bowls.len() != 1 {
+		t.Errorf("cached gateways, bowls = %d, %d; want 1, 1", r.c.gws.len(), r.c.bowls.len())
+	}
+	if r.obs.dups != 0 || r.obs.samples != 22 {
+		t.Errorf("samples, duplicates = %d, %d; want 22, 0", r.obs.samples, r.obs.dups)
+	}
+}
+
+// ReadRollups returns the minutes in [from, to), sorted by time and kind.
+func TestReadRollupsRange(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+	s := weights("gw-1:a", 1, 1, t0.Add(59*time.Minute))
+	s.Samples = append(s.Samples, batch.Sample{Seq: 2, At: t0.Add(60 * time.Minute), Kind: "temp_c", Value: 215, Scale: 1},
+		batch.Sample{Seq: 3, At: t0.Add(61 * time.Minute), Kind: KindWeight, Value: 0})
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0.Add(2*time.Hour), encode(t, "ob1", t0.Add(2*time.Hour), s)))
+	pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", "gw-1:a", t0.Add(59*time.Minute+30*time.Second), t0.Add(61*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Point{
+		{At: t0.Add(59 * time.Minute), Kind: KindWeight, Count: 1, Min: 101, Max: 101, Mean: 101, Last: 101},
+		{At: t0.Add(60 * time.Minute), Kind: "temp_c", Count: 1, Last: 21.5},
+	}
+	if !slices.Equal(pts, want) {
+		t.Errorf("ReadRollups = %+v; want %+v", pts, want)
+	}
+}
+
+// A rollup put whose answer was lost is retried by the SDK and meets its
+// own row: the minutes are not counted twice.
+func TestRollupPutRetriedAfterLandingCountsOnce(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+	r.db.landThenConflict = rollupPKPrefix
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 10, t0))))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 11, 20, t0.Add(10*time.Second)))))
+	pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", "gw-1:a", t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 || pts[0].Count != 20 {
+		t.Errorf("points = %+v; want one minute of 20 samples", pts)
+	}
+	if r.obs.conflicts != 1 {
+		t.Errorf("conflicts = %d; want the one put that landed", r.obs.conflicts)
+	}
+}
+
+// Handle is called for several shards at once: each gateway's state stays
+// whole (run with -race).
+func TestHandleConcurrentShards(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0; c.MaxGateways = 1 })
+	recs := map[string][]Record{}
+	for _, gw := range []string{"gw-1", "gw-2"} {
+		for i := uint64(0); i < 20; i++ {
+			recs[gw] = append(recs[gw], r.record(t, tenant, gw, t0, encode(t, "ob-"+gw, t0, weights(gw+":a", 1+10*i, 10+10*i, t0))))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, gw := range []string{"gw-1", "gw-2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, rec := range recs[gw] {
+				if _, err := r.c.Handle(context.Background(), []Record{rec}); err != nil {
+					t.Errorf("Handle: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r.c.Flush(context.Background())
+	if r.obs.samples != 400 {
+		t.Errorf("samples = %d; want 400", r.obs.samples)
+	}
+	for _, gw := range []string{"gw-1", "gw-2"} {
+		pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", gw+":a", t0, t0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, p := range pts {
+			n += p.Count
+		}
+		if n != 200 {
+			t.Errorf("%s rolled up %d samples; want 200", gw, n)
+		}
+	}
+}
+
+// A failed publish records no ack time: the next call publishes again,
+// with every range, and the state row is written only for the ack that
+// went out.
+func TestAckPublishFailureRetried(t *testing.T) {
+	r := newRig(t, nil)
+	r.pub.fail = context.DeadlineExceeded
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 5, t0))))
+	if n := r.db.statePuts(); n != 0 {
+		t.Errorf("state puts after a failed ack = %d; want 0", n)
+	}
+	r.pub.fail = nil
+	r.clock.Set(t0.Add(time.Second))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0.Add(time.Second), encode(t, "ob1", t0.Add(time.Second), weights("gw-1:a", 6, 8, t0))))
+	acks := r.pub.acks(t)
+	if len(acks) != 1 || !slices.Equal(acks[0].Things["gw-1:a"], []wire.Range{{First: 1, Last: 8}}) {
+		t.Errorf("acks = %+v; want one of [1,8]", acks)
+	}
+	if n := r.db.statePuts(); n != 1 {
+		t.Errorf("state puts = %d; want 1", n)
+	}
+}
+
+// A rollup put that timed out after it landed is put again with the same
+// minutes; samples that arrived meanwhile are written after, once.
+func TestRollupPutTimedOutAfterLandingCountsOnce(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
+	r.db.landThenFail = rollupPKPrefix
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 10, t0))))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 11, 20, t0.Add(10*time.Second)))))
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 21, 25, t0.Add(20*time.Second)))))
+	pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", "gw-1:a", t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 || pts[0].Count != 25 {
+		t.Errorf("points = %+v; want one minute of 25 samples", pts)
+	}
+}

@@ -1,0 +1,48 @@
+// Package durable is the telemetry stream's consumer: the logic behind
+// the Lambda Kinesis event source (and `bowline consume` locally) that
+// reads every record the topic rules put into the telemetry stream
+// (docs/telemetry-path.md) and
+//
+//   - decodes it: record format 2 around a gateway batch (edge/wire/batch)
+//     or a v1 JSON telemetry message;
+//   - holds every thing it names to the record's tenant and gateway, which
+//     the rule took from the topic (the IoT policy binds them to the
+//     certificate): "<gateway>" or "<gateway>:*", registered to that tenant
+//     (cloud/devices). A record that fails, or does not decode, is a dead
+//     letter (engine/deadletter), kept for replay, never retried;
+//   - keeps per (gateway, outbox, thing) the seq spans seen in the stream,
+//     drops the samples it has seen before, and acknowledges the spans to
+//     the gateway (wire.AckMessage) at most once per Config.AckEvery;
+//   - raises bowl.data_gap for a hole open longer than Config.GapGrace on
+//     the gateway's clock;
+//   - rolls the new samples up per bowl and minute for the console
+//     (ReadRollups).
+//
+// Handle's input and output are those of Lambda's Kinesis event source
+// with ReportBatchItemFailures, without depending on the Lambda library.
+//
+// # State
+//
+// A gateway's spans live in one row of the telemetry table (keys.go),
+// cached in the process and written with optimistic locking only when an
+// ack was published, a hole opened or closed, or a gap was raised. The row
+// is not the durability promise, the stream is: it holds only seqs that a
+// record carried, so a lost or stale row makes the consumer acknowledge
+// less, and the gateway resends what it was not told about.
+//
+// # Caveats
+//
+//   - Calls of Handle may run at once (several shards); one gateway's
+//     state and one bowl's rollup are handled under their own locks, so
+//     records of one gateway from two shards (after a reshard) wait for
+//     each other, and a hung call (each is bounded by CallTimeout) holds
+//     up only its own gateway.
+//   - An ack is due only when a record arrives (or Flush is called): a
+//     gateway that goes quiet right after a batch is acknowledged when it
+//     resends. Its resend timeout must be longer than AckEvery.
+//   - After a lost state row, a hole that spans seqs acknowledged before
+//     the loss can be raised as bowl.data_gap although the gateway deleted
+//     them rightly; the idempotency key keeps it to one event per hole.
+//   - Unwritten rollup minutes live in memory: a lost process loses up to
+//     RollupEvery of presentation data, never a sample.
+package durable

@@ -1,0 +1,95 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/engine"
+)
+
+// DataGap is one missing range of a (outbox, thing), the payload of
+// bowl.data_gap (cloud/catalog).
+type DataGap struct {
+	Thing string `json:"thing"`
+	// Lane is always "telemetry" (wire.KindTelemetry): the consumer sees
+	// telemetry only.
+	Lane string `json:"lane"`
+	// Outbox is the outbox instance id whose seqs these are (V1Outbox for
+	// a v1 gateway).
+	Outbox  string `json:"outbox"`
+	FromSeq uint64 `json:"from_seq"`
+	ToSeq   uint64 `json:"to_seq"`
+	// MissingSince is when the hole was first noticed, on the gateway's
+	// clock (the sent_at of the record that opened it, corrected when
+	// the clock was wrong).
+	MissingSince time.Time `json:"missing_since"`
+}
+
+// raiseGaps raises bowl.data_gap for each hole of s open longer than
+// GapGrace on the gateway's clock (its outbox's latest record), once: the
+// hole is marked raised in the state (and stays a hole: it is never
+// acknowledged), and the idempotency key makes a retry after a lost state
+// emit nothing new. The first failure stops; the rest wait for the next
+// call.
+func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
+	ids := make([]string, 0, len(s.outboxes))
+	for id := range s.outboxes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		o := s.outboxes[id]
+		names := make([]string, 0, len(o.things))
+		for n := range o.things {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			t := o.things[name]
+			for _, h := range t.spans.holes() {
+				since, ok := t.noticed[h.From]
+				if !ok || o.seen.Sub(since) < c.cfg.GapGrace || t.isRaised(h) {
+					continue
+				}
+				g := DataGap{Thing: name, Lane: wire.KindTelemetry, Outbox: id, FromSeq: h.From, ToSeq: h.To, MissingSince: since.UTC()}
+				if err := c.emitGap(ctx, s.tenant, g); err != nil {
+					c.log.Warn("data gap not raised; tried again at the next call", "tenant", s.tenant, "thing", name, "outbox", id, "from_seq", h.From, "to_seq", h.To, "err", err)
+					return
+				}
+				t.raised = t.raised.add(h.From, h.To)
+				s.dirty = true
+			}
+		}
+	}
+}
+
+func (c *Consumer) emitGap(ctx context.Context, tenant string, g DataGap) error {
+	cctx, cancel := context.WithTimeout(engine.WithActor(engine.WithTenant(ctx, tenant), "consumer"), c.cfg.CallTimeout)
+	defer cancel()
+	_, err := c.cfg.Emitter.EmitEvent(cctx, engine.Event{Type: catalog.TypeDataGap, Payload: g, IdempotencyKey: gapIdempotencyKey(g)})
+	switch {
+	case errors.Is(err, engine.ErrDuplicate):
+		return nil
+	case err != nil:
+		return fmt.Errorf("emit %s for tenant %q: %w", catalog.TypeDataGap, tenant, err)
+	}
+	c.obs.GapRaised()
+	c.log.Warn("data gap", "tenant", tenant, "thing", g.Thing, "outbox", g.Outbox, "from_seq", g.FromSeq, "to_seq", g.ToSeq, "missing_since", g.MissingSince)
+	return nil
+}
+
+// isRaised reports whether hole h was raised already (it lies within a
+// raised hole).
+func (t *thingState) isRaised(h span) bool {
+	for _, r := range t.raised {
+		if r.From <= h.From && h.To <= r.To {
+			return true
+		}
+	}
+	return false
+}
