@@ -1,9 +1,9 @@
 package relay
 
 import (
-	"strings"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
