@@ -530,9 +530,9 @@ func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
 	head := &types.Update{
 		TableName:        aws.String(e.cfg.EventsTable),
 		Key:              headKey(tl.tenant),
-		UpdateExpression: aws.String("SET #last_seq = :next, #last_hash = :hash, #tenant = :tenant, #updated_at = :now"),
+		UpdateExpression: aws.String("SET #last_seq = :next, #last_hash = :hash, #tenant = :tenant, #head_tenant = :tenant, #updated_at = :now"),
 		ExpressionAttributeNames: map[string]string{
-			"#last_seq": AttrLastSeq, "#last_hash": AttrLastHash, "#tenant": AttrTenant, "#updated_at": AttrUpdatedAt,
+			"#last_seq": AttrLastSeq, "#last_hash": AttrLastHash, "#tenant": AttrTenant, "#head_tenant": AttrHeadTenant, "#updated_at": AttrUpdatedAt,
 		},
 	}
 	if seq == 0 {

@@ -165,7 +165,19 @@ func TestProvisionMatchesTemplate(t *testing.T) {
 			keys = append(keys, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"})
 			defs = append(defs, map[string]any{"AttributeName": "sk", "AttributeType": "S"})
 		}
+		var gsis []any
+		for _, ix := range spec.Indexes {
+			defs = append(defs, map[string]any{"AttributeName": ix.HashKey, "AttributeType": "S"})
+			gsis = append(gsis, map[string]any{
+				"IndexName":  ix.Name,
+				"KeySchema":  []any{map[string]any{"AttributeName": ix.HashKey, "KeyType": "HASH"}},
+				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+			})
+		}
 		p := tpl.Resources[logical].Properties
+		if got, _ := p["GlobalSecondaryIndexes"].([]any); !reflect.DeepEqual(got, gsis) {
+			t.Errorf("table %s: template GlobalSecondaryIndexes %v; provisioning %v", name, got, gsis)
+		}
 		if !reflect.DeepEqual(p["KeySchema"], keys) {
 			t.Errorf("table %s: template KeySchema %v; provisioning %v", name, p["KeySchema"], keys)
 		}
