@@ -39,8 +39,12 @@ func (v *Verifier) HeadTenantsFrom(ctx context.Context, cursor string, maxItems 
 		if err := json.Unmarshal([]byte(cursor), &k); err != nil || k.PK == "" {
 			return nil, "", fmt.Errorf("list tenants: bad cursor %q", cursor)
 		}
-		start = attr.Key(k.PK, k.SK)
-		start[AttrHeadTenant] = attr.S(k.Tenant)
+		// A cursor of the table scan (TenantsFrom, no Tenant) cannot go on
+		// in the index: start the index from its beginning.
+		if k.Tenant != "" {
+			start = attr.Key(k.PK, k.SK)
+			start[AttrHeadTenant] = attr.S(k.Tenant)
+		}
 	}
 	var out []string
 	for read := 0; read < maxItems; {
