@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/internal/provision"
 	"github.com/bowline-iot/bowline/internal/resources"
@@ -248,5 +249,19 @@ func TestInboxTTLOutlivesEveryQueue(t *testing.T) {
 			t.Errorf("%s: inbox TTL %v < events retention %v + DLQ retention %v + redrive window %v = %v",
 				src.name, inbox.DefaultTTL, src.queue, src.dlq, inbox.RedriveWindow, need)
 		}
+	}
+}
+
+// TestHeadsIndexIsTheEngines: the index both provisioning and the template
+// put on the events table is the one the engine scans and Emit keys.
+func TestHeadsIndexIsTheEngines(t *testing.T) {
+	n, err := resources.New(stackEnv["StackPrefix"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, ok := stackPlan(t).Table(n.EventsTable())
+	want := []provision.IndexSpec{{Name: engine.HeadsIndex, HashKey: engine.AttrHeadTenant}}
+	if !ok || !reflect.DeepEqual(spec.Indexes, want) {
+		t.Errorf("events table indexes = %+v; want %+v (engine.HeadsIndex on engine.AttrHeadTenant)", spec.Indexes, want)
 	}
 }
