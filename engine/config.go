@@ -83,6 +83,13 @@ type Config struct {
 	// between conflicting attempts; defaults 5 ms and 500 ms.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// MaxIdleTenants bounds the idle tenants whose queue and cached head
+	// the engine keeps (one small entry each); default 10,000. A tenant
+	// idle past the bound is forgotten when its committer exits, and its
+	// next emit reads its head again (one GetItem). A long-running task
+	// emitting for a whole fleet's tenants thus holds at most this many
+	// idle entries plus the tenants emitting at the moment.
+	MaxIdleTenants int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -102,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("engine config: MaxPayloadBytes %d: want 0 (default) to 350000", c.MaxPayloadBytes)
 	case c.MaxGroupEvents < 0 || c.MaxGroupEvents > (MaxTransactItems-1)/2:
 		return fmt.Errorf("engine config: MaxGroupEvents %d: want 0 (default) to %d", c.MaxGroupEvents, (MaxTransactItems-1)/2)
+	case c.MaxIdleTenants < 0:
+		return fmt.Errorf("engine config: MaxIdleTenants %d: want 0 (default) or more", c.MaxIdleTenants)
 	case c.DedupTTL < 0, c.DefaultTimeout < 0, c.CallTimeout < 0, c.BackoffBase < 0, c.BackoffMax < 0:
 		return errors.New("engine config: negative duration")
 	}
@@ -137,6 +146,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BackoffMax == 0 {
 		c.BackoffMax = 500 * time.Millisecond
+	}
+	if c.MaxIdleTenants == 0 {
+		c.MaxIdleTenants = 10_000
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -8,3 +8,10 @@ func (e *Engine) QueueLen(tenant string) int {
 	defer tl.mu.Unlock()
 	return len(tl.queue)
 }
+
+// TrackedTenants is how many tenants the engine holds state for.
+func (e *Engine) TrackedTenants() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.tenants)
+}

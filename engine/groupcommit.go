@@ -59,6 +59,9 @@ type tenantLog struct {
 	mu      sync.Mutex
 	queue   []*request
 	running bool
+	// forgotten: removed from Engine.tenants while idle; a submitter that
+	// finds it set takes a fresh log (Engine.log) instead.
+	forgotten bool
 
 	// Owned by the running committer.
 	headKnown bool
@@ -77,6 +80,27 @@ func (e *Engine) log(tenant string) *tenantLog {
 	return tl
 }
 
+// forgetIdle removes tl from the tenants map when the map holds more
+// than MaxIdleTenants entries and tl is still idle (no queue, no
+// committer). Locks e.mu, then tl.mu: the only place that holds both, so
+// the order cannot invert. A submitter holding tl from before sees
+// forgotten and takes the new log, so a tenant never has two committers
+// in one engine.
+func (e *Engine) forgetIdle(tl *tenantLog) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.tenants) <= e.cfg.MaxIdleTenants || e.tenants[tl.tenant] != tl {
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if len(tl.queue) > 0 || tl.running {
+		return
+	}
+	tl.forgotten = true
+	delete(e.tenants, tl.tenant)
+}
+
 // submit queues req for its tenant's committer and waits for the outcome.
 // A context that ends while req is still queued withdraws it; once a group
 // holds it, the committer decides (and checks the context between
@@ -84,6 +108,11 @@ func (e *Engine) log(tenant string) *tenantLog {
 func (e *Engine) submit(ctx context.Context, req *request) error {
 	tl := e.log(req.env.Tenant)
 	tl.mu.Lock()
+	for tl.forgotten {
+		tl.mu.Unlock()
+		tl = e.log(req.env.Tenant)
+		tl.mu.Lock()
+	}
 	tl.queue = append(tl.queue, req)
 	if !tl.running {
 		tl.running = true
@@ -117,6 +146,7 @@ func (e *Engine) commitLoop(tl *tenantLog) {
 		if len(tl.queue) == 0 {
 			tl.running = false
 			tl.mu.Unlock()
+			e.forgetIdle(tl)
 			return
 		}
 		group := e.takeGroup(tl)
@@ -530,9 +560,9 @@ func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
 	head := &types.Update{
 		TableName:        aws.String(e.cfg.EventsTable),
 		Key:              headKey(tl.tenant),
-		UpdateExpression: aws.String("SET #last_seq = :next, #last_hash = :hash, #tenant = :tenant, #updated_at = :now"),
+		UpdateExpression: aws.String("SET #last_seq = :next, #last_hash = :hash, #tenant = :tenant, #head_tenant = :tenant, #updated_at = :now"),
 		ExpressionAttributeNames: map[string]string{
-			"#last_seq": AttrLastSeq, "#last_hash": AttrLastHash, "#tenant": AttrTenant, "#updated_at": AttrUpdatedAt,
+			"#last_seq": AttrLastSeq, "#last_hash": AttrLastHash, "#tenant": AttrTenant, "#head_tenant": AttrHeadTenant, "#updated_at": AttrUpdatedAt,
 		},
 	}
 	if seq == 0 {

@@ -36,14 +36,23 @@ func readHead(ctx context.Context, client DynamoDB, table, tenant string) (Head,
 	if out.Item == nil {
 		return Head{Hash: Genesis}, nil
 	}
-	seqAV, ok1 := out.Item[AttrLastSeq].(*types.AttributeValueMemberN)
-	hashAV, ok2 := out.Item[AttrLastHash].(*types.AttributeValueMemberS)
+	h, err := decodeHead(out.Item)
+	if err != nil {
+		return Head{}, fmt.Errorf("head of tenant %q in %s: %w", tenant, table, err)
+	}
+	return h, nil
+}
+
+// decodeHead reads last_seq and last_hash of a head row.
+func decodeHead(item map[string]types.AttributeValue) (Head, error) {
+	seqAV, ok1 := item[AttrLastSeq].(*types.AttributeValueMemberN)
+	hashAV, ok2 := item[AttrLastHash].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 {
-		return Head{}, fmt.Errorf("head of tenant %q in %s: %s or %s missing", tenant, table, AttrLastSeq, AttrLastHash)
+		return Head{}, fmt.Errorf("%s or %s missing", AttrLastSeq, AttrLastHash)
 	}
 	seq, err := strconv.ParseUint(seqAV.Value, 10, 64)
 	if err != nil {
-		return Head{}, fmt.Errorf("head of tenant %q in %s: %s %q: %w", tenant, table, AttrLastSeq, seqAV.Value, err)
+		return Head{}, fmt.Errorf("%s %q: %w", AttrLastSeq, seqAV.Value, err)
 	}
 	return Head{Found: true, Seq: seq, Hash: hashAV.Value}, nil
 }

@@ -14,7 +14,8 @@ import (
 // TTL: the log is kept for good). Two kinds of row per tenant:
 //
 //	head row:  pk = "TENANT#<t>#HEAD",  sk = "HEAD"
-//	           tenant, last_seq (N), last_hash, updated_at (S, TimeLayout)
+//	           tenant, head_tenant (= tenant: the HeadsIndex key), last_seq (N),
+//	           last_hash, updated_at (S, TimeLayout)
 //	event row: pk = "TENANT#<t>#EVENT", sk = seq as 20 zero-padded digits
 //	           id, type, tenant, correlation_id, actor, occurred_at (S, TimeLayout),
 //	           payload (M), seq (N), prev_hash, hash
@@ -60,6 +61,17 @@ const (
 	AttrEventID       = "event_id"
 	AttrCreatedAt     = "created_at"
 	AttrTTL           = "ttl"
+
+	// AttrHeadTenant is set on head rows only (to the tenant): the key of
+	// the sparse, keys-only HeadsIndex, which therefore holds one item per
+	// tenant and none per event. Emit sets it to the same value on every
+	// head update, so the index is written when a head is created (or,
+	// for a head older than the index, on its first update), not on
+	// every emit (docs/chain.md, "Finding every tenant").
+	AttrHeadTenant = "head_tenant"
+	// HeadsIndex is the events table's global secondary index on
+	// AttrHeadTenant (KEYS_ONLY): the list of tenants with a head.
+	HeadsIndex = "heads"
 
 	// HeadSK is the sort key of every head row.
 	HeadSK = "HEAD"

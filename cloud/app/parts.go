@@ -8,6 +8,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/adapters"
 	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/cloud/rules"
@@ -55,6 +56,13 @@ func (a *App) Worker(ctx context.Context, bound engine.Catalog, tune func(*worke
 		tune(&c)
 	}
 	return worker.New(c)
+}
+
+// Pipes are the two pipes narrowed to what a.Catalog's subscriptions read
+// (catalog.Pipes): what `bowline relay` and `bowline dev` run, and what
+// the CloudFormation Pipes carry.
+func (a *App) Pipes() (events, recordChanges relay.PipeSpec, err error) {
+	return catalog.Pipes(a.Catalog)
 }
 
 // Relay builds the local stand-in of one of the two pipes: EventsPipe reads

@@ -61,3 +61,23 @@ func TestDeviceEventTypesAreDeclared(t *testing.T) {
 		}
 	}
 }
+
+// The pipes carry only what is read: the event types with a DURABLE
+// subscriber and the contact rows, not ingest's seq and lease rows.
+func TestBowlinePipes(t *testing.T) {
+	events, rc, err := catalog.Pipes(catalog.Bowline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{catalog.TypeMealFinished, catalog.TypeFoodLow, catalog.TypeEmpty, catalog.TypeDeviceFault, catalog.TypePaymentCompleted, catalog.TypeAppetiteDropped}
+	slices.Sort(want)
+	if got := catalog.Bowline().SubscribedTypes(engine.Durable); !slices.Equal(got, want) {
+		t.Errorf("DURABLE subscribed types = %v; want %v", got, want)
+	}
+	if len(events.Filters) != 1 || !strings.Contains(events.Filters[0], `"type":{"S":["bowl.device_fault",`) {
+		t.Errorf("events pipe filters = %q; want one naming the subscribed types", events.Filters)
+	}
+	if len(rc.Filters) != 3 || !strings.Contains(rc.Filters[0], "contact") || strings.Contains(strings.Join(rc.Filters, ""), "ingest") {
+		t.Errorf("record-changes pipe filters = %q; want three for contact", rc.Filters)
+	}
+}

@@ -44,9 +44,10 @@ type DynamoDB interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
-// Chains lists tenants and verifies their chains (*engine.Verifier).
+// Chains lists tenants (from the heads index: one item per tenant, not a
+// scan of the log) and verifies their chains (*engine.Verifier).
 type Chains interface {
-	Tenants(ctx context.Context) ([]string, error)
+	HeadTenants(ctx context.Context) ([]string, error)
 	VerifyChain(ctx context.Context, tenant string) (engine.ChainReport, error)
 }
 

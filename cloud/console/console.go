@@ -163,7 +163,7 @@ func (c *Console) Refresh(ctx context.Context) {
 }
 
 func (c *Console) refreshTenants(ctx context.Context) {
-	ts, err := c.cfg.Chains.Tenants(ctx)
+	ts, err := c.cfg.Chains.HeadTenants(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.logger.Warn("console: list tenants", "err", err)

@@ -41,7 +41,7 @@ func (emptyDB) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...fun
 
 type noChains struct{}
 
-func (noChains) Tenants(context.Context) ([]string, error) { return nil, nil }
+func (noChains) HeadTenants(context.Context) ([]string, error) { return nil, nil }
 func (noChains) VerifyChain(_ context.Context, t string) (engine.ChainReport, error) {
 	return engine.ChainReport{Tenant: t, Intact: true}, nil
 }

@@ -90,9 +90,16 @@ func (s *series) prune() {
 	}
 }
 
-// telemetryStore is every thing's series.
+// maxTelemetryThings bounds the things the console keeps a series of; past
+// it, a new thing evicts the one whose newest sample is oldest, so a
+// console left running over a growing fleet holds a bounded set.
+const maxTelemetryThings = 5000
+
+// telemetryStore is the series of the things seen most recently, at most
+// max of them.
 type telemetryStore struct {
 	mu      sync.RWMutex
+	max     int
 	things  map[string]*series
 	records int64
 	// readAt is when the reader last got an answer; behind is the
@@ -101,7 +108,9 @@ type telemetryStore struct {
 	newest time.Time
 }
 
-func newTelemetryStore() *telemetryStore { return &telemetryStore{things: map[string]*series{}} }
+func newTelemetryStore() *telemetryStore {
+	return &telemetryStore{max: maxTelemetryThings, things: map[string]*series{}}
+}
 
 // telemetryRecord is ingest's Kinesis record (docs/contract.md, "Queues,
 // streams and pipes").
@@ -136,6 +145,9 @@ func (ts *telemetryStore) addRecords(recs []ktypes.Record) int {
 	for _, tr := range decoded {
 		s := ts.things[tr.Thing]
 		if s == nil {
+			if len(ts.things) >= ts.max {
+				ts.evictStalest()
+			}
 			s = &series{tenant: tr.Tenant, seen: map[uint64]struct{}{}}
 			ts.things[tr.Thing] = s
 		}
@@ -157,6 +169,21 @@ func (ts *telemetryStore) addRecords(recs []ktypes.Record) int {
 	}
 	ts.readAt = time.Now()
 	return bad
+}
+
+// evictStalest removes the thing whose newest sample is oldest (a scan:
+// it runs only when a new thing arrives at the bound). ts.mu held.
+func (ts *telemetryStore) evictStalest() {
+	var (
+		oldest string
+		at     time.Time
+	)
+	for k, s := range ts.things {
+		if oldest == "" || s.last.Before(at) {
+			oldest, at = k, s.last
+		}
+	}
+	delete(ts.things, oldest)
 }
 
 // seriesView is a copy of what a page needs of one thing's series.

@@ -92,7 +92,10 @@ func StartCommerce(ctx context.Context, cfg CommerceConfig) (*Commerce, error) {
 
 	// A fresh pipe name gives this relay its own checkpoints, so several
 	// commerce paths on one stack (tests) each read the stream from the start.
-	pipe := relay.EventsPipe
+	pipe, _, err := a.Pipes()
+	if err != nil {
+		return nil, err
+	}
 	r, err := a.Relay(ctx, pipe, func(c *relay.Config) {
 		c.Pipe.Name = "events-" + ulid.Make().String()
 		c.PollInterval = cfg.RelayPoll

@@ -72,7 +72,11 @@ func (s *System) startServices(ctx context.Context) error {
 	}
 
 	rm := relay.NewMetrics(reg)
-	for _, spec := range []relay.PipeSpec{relay.EventsPipe, relay.RecordChangesPipe} {
+	events, recordChanges, err := a.Pipes()
+	if err != nil {
+		return err
+	}
+	for _, spec := range []relay.PipeSpec{events, recordChanges} {
 		r, err := a.Relay(ctx, spec, func(c *relay.Config) {
 			c.PollInterval, c.Logger, c.Observer = cfg.RelayPoll, log.With("part", "relay", "pipe", spec.Name), rm.For(spec.Name)
 		})

@@ -2,23 +2,35 @@ package cfn
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/relay"
 )
 
-// relayPipes are the pipe definitions `bowline relay` runs, with the table
-// whose stream feeds each and the queue it targets.
-var relayPipes = []struct {
+type relayPipe struct {
 	spec          relay.PipeSpec
 	source, queue string
-}{
-	{relay.EventsPipe, "EventsTable", "EventsQueue"},
-	{relay.RecordChangesPipe, "AppTable", "RecordChangesQueue"},
+}
+
+// relayPipes are the pipe definitions `bowline relay` runs (the catalog's,
+// cloud/catalog.Pipes), with the table whose stream feeds each and the
+// queue it targets.
+func relayPipes(t *testing.T) []relayPipe {
+	t.Helper()
+	events, recordChanges, err := catalog.Pipes(catalog.Bowline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []relayPipe{
+		{events, "EventsTable", "EventsQueue"},
+		{recordChanges, "AppTable", "RecordChangesQueue"},
+	}
 }
 
 // specFromTemplate reads a CloudFormation pipe back into a relay.PipeSpec.
@@ -30,12 +42,12 @@ func specFromTemplate(t *testing.T, name string, p map[string]any) relay.PipeSpe
 	}
 	spec := relay.PipeSpec{Name: strings.TrimPrefix(full, stackEnv["StackPrefix"]+"-bowline-"), BodyPath: "$"}
 	filters, _ := asMap(asMap(p["SourceParameters"])["FilterCriteria"])["Filters"].([]any)
-	switch len(filters) {
-	case 0:
-	case 1:
-		spec.Filter, _ = asMap(filters[0])["Pattern"].(string)
-	default:
-		t.Fatalf("pipe %s has %d filters; the relay evaluates one pattern", name, len(filters))
+	for _, f := range filters {
+		pat, ok := asMap(f)["Pattern"].(string)
+		if !ok {
+			t.Fatalf("pipe %s filter %v: want a literal Pattern string", name, f)
+		}
+		spec.Filters = append(spec.Filters, pat)
 	}
 	tp := asMap(p["TargetParameters"])
 	if tmpl, ok := tp["InputTemplate"].(string); ok {
@@ -52,20 +64,36 @@ func specFromTemplate(t *testing.T, name string, p map[string]any) relay.PipeSpe
 	return spec
 }
 
-// sameJSON compares two JSON texts as values.
-func sameJSON(t *testing.T, a, b string) bool {
+// sameFilters compares two lists of JSON patterns as values, in order.
+func sameFilters(t *testing.T, a, b []string) bool {
 	t.Helper()
-	if a == "" || b == "" {
-		return a == b
+	if len(a) != len(b) {
+		return false
 	}
-	var va, vb any
-	if err := json.Unmarshal([]byte(a), &va); err != nil {
-		t.Fatalf("filter %q: %v", a, err)
+	for i := range a {
+		var va, vb any
+		if err := json.Unmarshal([]byte(a[i]), &va); err != nil {
+			t.Fatalf("filter %q: %v", a[i], err)
+		}
+		if err := json.Unmarshal([]byte(b[i]), &vb); err != nil {
+			t.Fatalf("filter %q: %v", b[i], err)
+		}
+		if !reflect.DeepEqual(va, vb) {
+			return false
+		}
 	}
-	if err := json.Unmarshal([]byte(b), &vb); err != nil {
-		t.Fatalf("filter %q: %v", b, err)
+	return true
+}
+
+// pasteFilters is the FilterCriteria block to paste into the template for
+// spec's filters.
+func pasteFilters(spec relay.PipeSpec) string {
+	var b strings.Builder
+	b.WriteString("        FilterCriteria:\n          Filters:\n")
+	for _, f := range spec.Filters {
+		fmt.Fprintf(&b, "            - Pattern: '%s'\n", f)
 	}
-	return reflect.DeepEqual(va, vb)
+	return b.String()
 }
 
 // TestPipesMatchRelay: the CloudFormation Pipes and `bowline relay` use the
@@ -82,7 +110,8 @@ func TestPipesMatchRelay(t *testing.T) {
 			t.Errorf("pipe %s as a relay spec: %v", name, err)
 		}
 	}
-	for _, rp := range relayPipes {
+	pipes := relayPipes(t)
+	for _, rp := range pipes {
 		relayNames = append(relayNames, rp.spec.Name)
 	}
 	sort.Strings(cfnNames)
@@ -90,7 +119,7 @@ func TestPipesMatchRelay(t *testing.T) {
 	if !reflect.DeepEqual(cfnNames, relayNames) {
 		t.Fatalf("CloudFormation pipes %v; relay pipes %v; want the same set", cfnNames, relayNames)
 	}
-	for _, rp := range relayPipes {
+	for _, rp := range pipes {
 		want := rp.spec
 		var name string
 		for _, n := range tpl.ResourceNames("AWS::Pipes::Pipe") {
@@ -100,8 +129,10 @@ func TestPipesMatchRelay(t *testing.T) {
 		}
 		p := tpl.Resources[name].Properties
 		got := specFromTemplate(t, name, p)
-		if !sameJSON(t, got.Filter, want.Filter) {
-			t.Errorf("pipe %s filter = %s; relay %s", name, got.Filter, want.Filter)
+		if !sameFilters(t, got.Filters, want.Filters) {
+			t.Errorf("pipe %s filters = %q; the catalog's (cloud/catalog.Pipes) are %q.\n"+
+				"A subscription or type changed in cloud/catalog: replace %s's FilterCriteria in deploy/cloudformation/bowline.yaml with\n%s",
+				name, got.Filters, want.Filters, name, pasteFilters(want))
 		}
 		if got.BodyPath != want.BodyPath {
 			t.Errorf("pipe %s body = %q; relay %q", name, got.BodyPath, want.BodyPath)
@@ -175,9 +206,10 @@ func TestPipesFailLikeRelay(t *testing.T) {
 	}
 }
 
-// TestPipeFilterOnSampleRecords runs the template's events filter through
-// the relay's own filter engine: event-row INSERTs pass, heads, dedup rows
-// and MODIFYs do not.
+// TestPipeFilterOnSampleRecords runs the template's filters through the
+// relay's own filter engine: event-row INSERTs of a subscribed type pass;
+// heads, dedup rows, MODIFYs and types nobody subscribes to do not; on the
+// app table, contact rows pass and ingest's seq and lease rows do not.
 func TestPipeFilterOnSampleRecords(t *testing.T) {
 	tpl := stackTemplate(t)
 	got := specFromTemplate(t, "EventsPipe", tpl.Resources["EventsPipe"].Properties)
@@ -185,27 +217,66 @@ func TestPipeFilterOnSampleRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := func(name, pk string) map[string]any {
+	rec := func(name, pk, typ string) map[string]any {
 		return map[string]any{"eventName": name, "dynamodb": map[string]any{"NewImage": map[string]any{
-			"pk": map[string]any{"S": pk}, "tenant": map[string]any{"S": "t1"}, "id": map[string]any{"S": "01J"},
+			"pk": map[string]any{"S": pk}, "tenant": map[string]any{"S": "t1"}, "id": map[string]any{"S": "01J"}, "type": map[string]any{"S": typ},
 		}}}
 	}
 	for _, tc := range []struct {
-		name, pk string
-		want     bool
+		name, pk, typ string
+		want          bool
 	}{
-		{"INSERT", engine.EventPK("t1"), true},
-		{"INSERT", engine.HeadPK("t1"), false},
-		{"MODIFY", engine.EventPK("t1"), false},
-		{"INSERT", engine.DedupPK("t1", "k"), false},
+		{"INSERT", engine.EventPK("t1"), catalog.TypeMealFinished, true},
+		{"INSERT", engine.EventPK("t1"), catalog.TypeRefilled, false},
+		{"INSERT", engine.HeadPK("t1"), catalog.TypeMealFinished, false},
+		{"MODIFY", engine.EventPK("t1"), catalog.TypeMealFinished, false},
+		{"INSERT", engine.DedupPK("t1", "k"), catalog.TypeMealFinished, false},
 	} {
-		msg, ok, err := p.Transform(rec(tc.name, tc.pk))
+		msg, ok, err := p.Transform(rec(tc.name, tc.pk, tc.typ))
 		if err != nil || ok != tc.want {
-			t.Errorf("%s %s: passed %v (%v); want %v", tc.name, tc.pk, ok, err, tc.want)
+			t.Errorf("%s %s %s: passed %v (%v); want %v", tc.name, tc.pk, tc.typ, ok, err, tc.want)
 		}
 		if ok && (msg.GroupID != "t1" || msg.DedupID != "01J") {
 			t.Errorf("%s %s: group %q dedup %q; want t1, 01J", tc.name, tc.pk, msg.GroupID, msg.DedupID)
 		}
+	}
+
+	rc, err := relay.Compile(specFromTemplate(t, "RecordChangesPipe", tpl.Resources["RecordChangesPipe"].Properties))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(pk, entity string) map[string]any {
+		img := map[string]any{"pk": map[string]any{"S": pk}, "entity": map[string]any{"S": entity}}
+		return map[string]any{"eventName": "MODIFY", "dynamodb": map[string]any{
+			"Keys": map[string]any{"pk": map[string]any{"S": pk}}, "NewImage": img, "OldImage": img,
+		}}
+	}
+	for _, tc := range []struct {
+		pk, entity string
+		want       bool
+	}{
+		{"CONTACT#t1", "contact", true},
+		{"SEQ#bowl-1", "ingest_seq", false},
+		{"LEASE#ingest#g1", "ingest_lease", false},
+	} {
+		if _, ok, err := rc.Transform(row(tc.pk, tc.entity)); err != nil || ok != tc.want {
+			t.Errorf("app row %s (%s): passed %v (%v); want %v", tc.pk, tc.entity, ok, err, tc.want)
+		}
+	}
+}
+
+// TestEventsPipeFilterFitsManyTypes: a Pipe pattern holds at most 4,096
+// characters (relay.MaxPatternLen, the Pipes API's Filter), and the events
+// filter lists every subscribed type. Today's list is far inside it; the
+// test says how many more types of 32 characters would still fit.
+func TestEventsPipeFilterFitsManyTypes(t *testing.T) {
+	events := relayPipes(t)[0].spec
+	n := len(events.Filters[0])
+	types := catalog.Bowline().SubscribedTypes(engine.Durable)
+	more := (relay.MaxPatternLen - n) / len(`,"`+strings.Repeat("x", 32)+`"`)
+	t.Logf("events filter: %d subscribed types in %d of %d characters; room for %d more types of 32 characters", len(types), n, relay.MaxPatternLen, more)
+	if more < 50 {
+		t.Errorf("events filter is %d characters; room for only %d more types: move to prefixes of type families before it overflows", n, more)
 	}
 }
 

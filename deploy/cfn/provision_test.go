@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/internal/provision"
 	"github.com/bowline-iot/bowline/internal/resources"
@@ -165,7 +166,19 @@ func TestProvisionMatchesTemplate(t *testing.T) {
 			keys = append(keys, map[string]any{"AttributeName": "sk", "KeyType": "RANGE"})
 			defs = append(defs, map[string]any{"AttributeName": "sk", "AttributeType": "S"})
 		}
+		var gsis []any
+		for _, ix := range spec.Indexes {
+			defs = append(defs, map[string]any{"AttributeName": ix.HashKey, "AttributeType": "S"})
+			gsis = append(gsis, map[string]any{
+				"IndexName":  ix.Name,
+				"KeySchema":  []any{map[string]any{"AttributeName": ix.HashKey, "KeyType": "HASH"}},
+				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+			})
+		}
 		p := tpl.Resources[logical].Properties
+		if got, _ := p["GlobalSecondaryIndexes"].([]any); !reflect.DeepEqual(got, gsis) {
+			t.Errorf("table %s: template GlobalSecondaryIndexes %v; provisioning %v", name, got, gsis)
+		}
 		if !reflect.DeepEqual(p["KeySchema"], keys) {
 			t.Errorf("table %s: template KeySchema %v; provisioning %v", name, p["KeySchema"], keys)
 		}
@@ -236,5 +249,19 @@ func TestInboxTTLOutlivesEveryQueue(t *testing.T) {
 			t.Errorf("%s: inbox TTL %v < events retention %v + DLQ retention %v + redrive window %v = %v",
 				src.name, inbox.DefaultTTL, src.queue, src.dlq, inbox.RedriveWindow, need)
 		}
+	}
+}
+
+// TestHeadsIndexIsTheEngines: the index both provisioning and the template
+// put on the events table is the one the engine scans and Emit keys.
+func TestHeadsIndexIsTheEngines(t *testing.T) {
+	n, err := resources.New(stackEnv["StackPrefix"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, ok := stackPlan(t).Table(n.EventsTable())
+	want := []provision.IndexSpec{{Name: engine.HeadsIndex, HashKey: engine.AttrHeadTenant}}
+	if !ok || !reflect.DeepEqual(spec.Indexes, want) {
+		t.Errorf("events table indexes = %+v; want %+v (engine.HeadsIndex on engine.AttrHeadTenant)", spec.Indexes, want)
 	}
 }

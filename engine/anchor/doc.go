@@ -9,11 +9,14 @@
 // from the newest anchor (engine.Verifier.VerifyFrom) and, when the chain
 // is intact and has grown, puts a new anchor row on the condition that it
 // is absent, so anchors are only ever added and the history is kept.
-// Ledger.Round does that for every tenant (`bowline anchor`).
-// Ledger.Verify checks a whole chain against every anchor of its tenant
-// (`bowline verify-chain`). Ledger.Tenants finds tenants without trusting
-// head rows: the registry in the anchors table plus every tenant with a
-// head or event row.
+// Ledger.Round does that for every tenant that changed (`bowline
+// anchor`): it lists tenants from the registry and the events table's
+// heads index (RoundTenants) and skips a tenant whose head is anchored
+// with the head's hash, so a round reads no event row of an unchanged
+// tenant. Ledger.Verify checks a whole chain against every anchor of its
+// tenant (`bowline verify-chain`). Ledger.Tenants finds tenants without
+// trusting head rows: the registry in the anchors table plus every tenant
+// with a head or event row (a scan of the whole log).
 //
 // # Caveats
 //

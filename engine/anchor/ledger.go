@@ -31,6 +31,7 @@ var (
 type DynamoDB interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 var _ DynamoDB = (*dynamodb.Client)(nil)
@@ -318,20 +319,58 @@ type RoundReport struct {
 	Elapsed time.Duration     `json:"elapsed_ns"`
 }
 
-// Round anchors every tenant (Tenants) once. It goes on past a tenant that
-// fails and returns the failures in the report; the error is for failing
-// to list tenants or a cancelled ctx.
+// RoundTenants returns the tenants a Round looks at, sorted, each once:
+// the registry's and the heads index's (engine.Verifier.HeadTenants). It
+// reads no event row: its cost grows with the tenants, not with the log.
+// A tenant whose head row is missing is in it only once registered (its
+// first anchor); Tenants, which scans the whole log, finds it in any case.
+func (l *Ledger) RoundTenants(ctx context.Context) ([]string, error) {
+	reg, err := l.Registered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	found, err := l.cfg.Chains.HeadTenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := append(reg, found...)
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// Round anchors every tenant of RoundTenants that changed since its
+// newest anchor, once. It reads every head (BatchGetItem, 100 to a call)
+// and the anchor at each head's seq (likewise); a tenant whose head is
+// anchored with the head's hash is unchanged and costs nothing more. The
+// others (grown, broken, headless, never anchored) go through
+// AnchorTenant. So a round reads O(tenants/100) batches plus the work of
+// the changed tenants, and no event row of an unchanged one
+// (docs/chain.md, "Anchors"). It goes on past a tenant that fails and
+// returns the failures in the report; the error is for failing to list
+// tenants or read heads, or a cancelled ctx.
 func (l *Ledger) Round(ctx context.Context) (RoundReport, error) {
 	start := time.Now()
 	rep := RoundReport{Broken: []engine.ChainReport{}}
-	tenants, err := l.Tenants(ctx)
+	tenants, err := l.RoundTenants(ctx)
 	if err != nil {
 		return rep, err
 	}
 	rep.Tenants = len(tenants)
+	heads, err := l.cfg.Chains.Heads(ctx, tenants)
+	if err != nil {
+		return rep, err
+	}
+	anchored, err := l.anchoredAtHeads(ctx, heads)
+	if err != nil {
+		return rep, err
+	}
 	for _, t := range tenants {
 		if err := ctx.Err(); err != nil {
 			return rep, err
+		}
+		if h := heads[t]; h.Found && h.Seq > 0 && anchored[t] == h.Hash {
+			rep.Unchanged++
+			continue
 		}
 		res, err := l.AnchorTenant(ctx, t)
 		switch {
@@ -351,6 +390,44 @@ func (l *Ledger) Round(ctx context.Context) (RoundReport, error) {
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// anchoredAtHeads returns, for each tenant whose head has events, the hash
+// of its anchor at the head's seq, when there is one.
+func (l *Ledger) anchoredAtHeads(ctx context.Context, heads map[string]engine.Head) (map[string]string, error) {
+	var keys []map[string]types.AttributeValue
+	for t, h := range heads {
+		if h.Found && h.Seq > 0 {
+			keys = append(keys, anchorKey(t, h.Seq))
+		}
+	}
+	out := make(map[string]string, len(keys))
+	for len(keys) > 0 {
+		batch := keys[:min(100, len(keys))]
+		keys = keys[len(batch):]
+		pending := map[string]types.KeysAndAttributes{l.cfg.Table: {
+			Keys: batch, ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("#tenant, #hash"), ExpressionAttributeNames: map[string]string{"#tenant": attrTenant, "#hash": attrHash},
+		}}
+		for try := 1; len(pending) > 0; try++ {
+			res, err := l.cfg.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
+			if err != nil {
+				return nil, fmt.Errorf("anchors at the heads: batch get %s: %w", l.cfg.Table, err)
+			}
+			for _, it := range res.Responses[l.cfg.Table] {
+				out[attr.GetS(it, attrTenant)] = attr.GetS(it, attrHash)
+			}
+			pending = res.UnprocessedKeys
+			if len(pending) > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(min(try, 10)) * 20 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func decodeAnchor(it map[string]types.AttributeValue) (Anchor, error) {

@@ -124,6 +124,7 @@ func PutEventRow(ctx context.Context, c *dynamodb.Client, table string, env engi
 	head := map[string]ddbAV{
 		engine.AttrPK: sv(engine.HeadPK(env.Tenant)), engine.AttrSK: sv(engine.HeadSK),
 		engine.AttrLastSeq: nv(env.Seq), engine.AttrLastHash: sv(env.Hash), engine.AttrTenant: sv(env.Tenant),
+		engine.AttrHeadTenant: sv(env.Tenant),
 	}
 	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: head}); err != nil {
 		return fmt.Errorf("put head of %s: %w", env.Tenant, err)

@@ -16,8 +16,8 @@
 // rows in the inbox table (keys.go) keep, per tenant, the last verified
 // chain position (engine.Verifier.VerifyFrom goes on from it) and a
 // settled watermark with the few pairs found unsettled (InboxCheck); a
-// registry keeps the tenants a bounded, resumable scan of the events table
-// has found. Inbox rows expire (inbox.DefaultTTL after their last write):
+// registry keeps the tenants a bounded, resumable scan of the events
+// table's heads index (one item per tenant, none per event) has found. Inbox rows expire (inbox.DefaultTTL after their last write):
 // a pair once seen settled is never read again, and a missing row of an
 // event older than the TTL is reported as expired, not unsettled.
 //
@@ -36,9 +36,11 @@
 //
 // Rows up to a verified position are not read again: tampering with them
 // is found by `bowline verify-chain`, which reads the whole log. A tenant
-// appears once the discovery scan reaches its head or an event row (a
-// deleted head hides no tenant), at most one pass
-// over the events table (Report.TenantScanCycles) after its first event.
+// appears once the discovery scan reaches its head, at most one pass over
+// the heads index (Report.TenantScanCycles) after its first event; a
+// tenant whose head row was lost before that is found only by `bowline
+// verify-chain --all`, which scans the whole log. An event whose type no
+// DURABLE subscription matches owes no work and counts as settled.
 // An unsettled pair stays counted until its row is completed or dead;
 // call reconcile at least once per inbox TTL, or a pair that settled and
 // expired between two calls stays counted.

@@ -15,10 +15,10 @@ import (
 	"github.com/bowline-iot/bowline/engine/deadletter"
 )
 
-// Chains finds tenants and verifies their chains from a checkpoint
-// (*engine.Verifier).
+// Chains finds tenants (a bounded stretch of the heads index scan) and
+// verifies their chains from a checkpoint (*engine.Verifier).
 type Chains interface {
-	TenantsFrom(ctx context.Context, cursor string, maxItems int) ([]string, string, error)
+	HeadTenantsFrom(ctx context.Context, cursor string, maxItems int) ([]string, string, error)
 	VerifyFrom(ctx context.Context, tenant string, from engine.ChainPoint, limit int) (engine.ChainReport, error)
 }
 
@@ -55,8 +55,8 @@ type Config struct {
 	// MaxEvents bounds the event rows each tenant's chain verification
 	// reads per call. Default 5,000.
 	MaxEvents int
-	// ScanBudget bounds the items of the events table the tenant
-	// discovery scan reads per call. Default 20,000.
+	// ScanBudget bounds the items of the heads index (one per tenant) the
+	// tenant discovery scan reads per call. Default 20,000.
 	ScanBudget int
 }
 
@@ -206,7 +206,7 @@ func discover(ctx context.Context, cfg Config) ([]string, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	found, next, err := cfg.Chains.TenantsFrom(ctx, reg.Cursor, cfg.ScanBudget)
+	found, next, err := cfg.Chains.HeadTenantsFrom(ctx, reg.Cursor, cfg.ScanBudget)
 	if err != nil {
 		return nil, 0, fmt.Errorf("discover tenants: %w", err)
 	}

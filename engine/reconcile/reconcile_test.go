@@ -418,3 +418,24 @@ func TestTenantDiscoveryIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestEventWithoutSubscriberIsSettled: an event whose type no DURABLE
+// subscription matches owes no work. The events pipe filters such events
+// out (docs/relay.md), so no worker ever sees them and no inbox row or
+// UNMATCHED count is ever written; reconcile counts them settled, moves
+// its watermark past them and reports nothing unmatched.
+func TestEventWithoutSubscriberIsSettled(t *testing.T) {
+	f := newFixture(t)
+	tenant := "nosub-" + suffix()
+	env := enginetest.Envelope(t, tenant, "com.order_created", 1, nil)
+	env.OccurredAt = time.Now().Add(-time.Hour).UTC().Truncate(time.Microsecond)
+	must(t, engine.Seal(&env, engine.Genesis))
+	must(t, enginetest.PutEventRow(f.ctx, f.ddb, f.names.EventsTable(), env))
+	paid := f.emit(tenant, 1, time.Now().Add(-time.Hour))
+	f.settleAll(paid)
+	s, err := f.check(time.Now()).Settle(f.ctx, tenant)
+	must(t, err)
+	if s.Unsettled != 0 || s.SettledSeq != 2 || s.Expired != 0 {
+		t.Errorf("Settle = %+v; want 0 unsettled, settled through seq 2 (the unsubscribed event owes nothing)", s)
+	}
+}

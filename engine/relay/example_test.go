@@ -28,3 +28,29 @@ func ExamplePipe_Transform() {
 	// t1 01EV
 	// <$.dynamodb.NewImage>
 }
+
+// A pipe narrowed to the types someone subscribes to: the composition root
+// passes engine.Catalog.SubscribedTypes; events of other types are not
+// queued.
+func ExamplePipeSpec_ForTypes() {
+	spec, err := relay.EventsPipe.ForTypes([]string{"order.paid"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(spec.Filters[0])
+	p, err := relay.Compile(spec)
+	if err != nil {
+		panic(err)
+	}
+	for _, typ := range []string{"order.paid", "order.viewed"} {
+		var rec map[string]any
+		_ = json.Unmarshal([]byte(`{"eventName":"INSERT","dynamodb":{"NewImage":{"pk":{"S":"TENANT#t1#EVENT"},
+			"id":{"S":"01EV"},"tenant":{"S":"t1"},"type":{"S":"`+typ+`"}}}}`), &rec)
+		_, ok, _ := p.Transform(rec)
+		fmt.Println(typ, ok)
+	}
+	// Output:
+	// {"dynamodb":{"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]},"type":{"S":["order.paid"]}}},"eventName":["INSERT"]}
+	// order.paid true
+	// order.viewed false
+}

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// Filter is a compiled EventBridge filter pattern.
+// Filter is a compiled list of EventBridge filter patterns: a record
+// passes when it matches any of them (a Pipe's FilterCriteria.Filters).
 type Filter struct {
-	root *node // nil accepts everything
+	roots []*node // empty accepts everything
 }
 
 type node struct {
@@ -17,26 +18,57 @@ type node struct {
 }
 
 type cond struct {
-	kind  string // "eq", "prefix", "suffix", "exists", "anything-but"
-	value any    // literal for eq; string for prefix/suffix; bool for exists; []any for anything-but
+	kind  string // "eq", "eq-fold", "prefix", "prefix-fold", "suffix", "exists", "anything-but"
+	value any    // literal for eq; string for eq-fold, prefix(-fold) and suffix; bool for exists; []any for anything-but
 }
 
+// MaxFilters and MaxPatternLen are the Pipes' limits on FilterCriteria: at
+// most 5 filters, each pattern at most 4,096 characters (the Pipes API
+// reference, Filter and FilterCriteria). Validate refuses more, so a spec
+// the relay accepts is one CloudFormation accepts too.
+const (
+	MaxFilters    = 5
+	MaxPatternLen = 4096
+)
+
 // CompileFilter parses an EventBridge filter pattern; "" accepts every
-// record. Supported: literal strings, numbers, booleans and null, and
-// {"prefix"}, {"suffix"}, {"exists"}, {"anything-but"} (a literal or a list).
+// record. Supported (all of them operators the Pipes support, per
+// EventBridge's comparison-operator table): literal strings, numbers,
+// booleans and null, and {"prefix"} (a string, or {"equals-ignore-case"}),
+// {"suffix"}, {"equals-ignore-case"}, {"exists"}, {"anything-but"} (a
+// literal or a list). Not supported, and refused: numeric, cidr, wildcard,
+// $or and the anything-but forms that the Pipes do not support (prefix,
+// suffix, ignore case); more filters give an OR instead (CompileFilters).
 func CompileFilter(pattern string) (*Filter, error) {
 	if strings.TrimSpace(pattern) == "" {
 		return &Filter{}, nil
 	}
-	var raw map[string]any
-	if err := json.Unmarshal([]byte(pattern), &raw); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadFilter, err)
+	return CompileFilters([]string{pattern})
+}
+
+// CompileFilters compiles several patterns into one Filter that passes a
+// record matching any of them, as a Pipe with several FilterCriteria
+// Filters does; none accepts every record.
+func CompileFilters(patterns []string) (*Filter, error) {
+	if len(patterns) > MaxFilters {
+		return nil, fmt.Errorf("%d patterns, more than a Pipe's %d: %w", len(patterns), MaxFilters, ErrBadFilter)
 	}
-	n, err := compileObject(raw, "")
-	if err != nil {
-		return nil, err
+	f := &Filter{}
+	for i, pattern := range patterns {
+		if len(pattern) > MaxPatternLen {
+			return nil, fmt.Errorf("pattern %d is %d characters, more than a Pipe's %d: %w", i, len(pattern), MaxPatternLen, ErrBadFilter)
+		}
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(pattern), &raw); err != nil {
+			return nil, fmt.Errorf("pattern %d: %w: %v", i, ErrBadFilter, err)
+		}
+		n, err := compileObject(raw, "")
+		if err != nil {
+			return nil, err
+		}
+		f.roots = append(f.roots, n)
 	}
-	return &Filter{root: n}, nil
+	return f, nil
 }
 
 func compileObject(raw map[string]any, at string) (*node, error) {
@@ -79,12 +111,20 @@ func compileConds(vals []any, at string) ([]cond, error) {
 		}
 		for op, arg := range obj {
 			switch op {
-			case "prefix", "suffix":
+			case "prefix", "suffix", "equals-ignore-case":
+				kind := op
 				s, ok := arg.(string)
+				if m, isObj := arg.(map[string]any); isObj && op == "prefix" && len(m) == 1 {
+					s, ok = m["equals-ignore-case"].(string)
+					kind = "prefix-fold"
+				}
 				if !ok {
 					return nil, fmt.Errorf("%s: %s wants a string: %w", at, op, ErrBadFilter)
 				}
-				out = append(out, cond{kind: op, value: s})
+				if op == "equals-ignore-case" {
+					kind = "eq-fold"
+				}
+				out = append(out, cond{kind: kind, value: s})
 			case "exists":
 				b, ok := arg.(bool)
 				if !ok {
@@ -92,6 +132,9 @@ func compileConds(vals []any, at string) ([]cond, error) {
 				}
 				out = append(out, cond{kind: op, value: b})
 			case "anything-but":
+				if _, ok := arg.(map[string]any); ok {
+					return nil, fmt.Errorf("%s: anything-but with an operator (the Pipes support only literals): %w", at, ErrBadFilter)
+				}
 				list, ok := arg.([]any)
 				if !ok {
 					list = []any{arg}
@@ -107,10 +150,15 @@ func compileConds(vals []any, at string) ([]cond, error) {
 
 // Match reports whether the JSON-shaped record matches the pattern.
 func (f *Filter) Match(record map[string]any) bool {
-	if f == nil || f.root == nil {
+	if f == nil || len(f.roots) == 0 {
 		return true
 	}
-	return matchObject(f.root, record, true)
+	for _, root := range f.roots {
+		if matchObject(root, record, true) {
+			return true
+		}
+	}
+	return false
 }
 
 func matchObject(n *node, v any, present bool) bool {
@@ -167,6 +215,13 @@ func matchOne(c cond, v any) bool {
 	case "suffix":
 		s, ok := v.(string)
 		return ok && strings.HasSuffix(s, c.value.(string))
+	case "eq-fold":
+		s, ok := v.(string)
+		return ok && strings.EqualFold(s, c.value.(string))
+	case "prefix-fold":
+		s, ok := v.(string)
+		p := c.value.(string)
+		return ok && len(s) >= len(p) && strings.EqualFold(s[:len(p)], p)
 	case "anything-but":
 		for _, x := range c.value.([]any) {
 			if equal(x, v) {

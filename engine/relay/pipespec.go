@@ -11,9 +11,11 @@ import (
 type PipeSpec struct {
 	// Name identifies the pipe in checkpoints, logs and metrics.
 	Name string
-	// Filter is an EventBridge filter pattern (JSON) applied to the stream
-	// record as EventBridge sees it; "" accepts every record.
-	Filter string
+	// Filters are EventBridge filter patterns (JSON) applied to the stream
+	// record as EventBridge sees it, the Pipe's FilterCriteria.Filters: a
+	// record passes when it matches any of them; none accepts every
+	// record. At most MaxFilters, each at most MaxPatternLen characters.
+	Filters []string
 	// BodyPath is the JSON path of the message body in the record; "$" is
 	// the whole record. The Pipe's input template is "<" + BodyPath + ">".
 	BodyPath string
@@ -28,7 +30,7 @@ type PipeSpec struct {
 // events.fifo: body = the raw NewImage, group = tenant, dedup id = event id.
 var EventsPipe = PipeSpec{
 	Name:        "events",
-	Filter:      `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]}}}}`,
+	Filters:     []string{`{"eventName":["INSERT"],"dynamodb":{"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]}}}}`},
 	BodyPath:    "$.dynamodb.NewImage",
 	GroupIDPath: "$.dynamodb.NewImage.tenant.S",
 	DedupIDPath: "$.dynamodb.NewImage.id.S",
@@ -38,7 +40,8 @@ var EventsPipe = PipeSpec{
 // MODIFY, REMOVE) to the standard record-changes queue with the whole record
 // as body; the record-change consumer types it row.<entity>.<op>. The whole
 // record is forwarded because a template naming NewImage or OldImage would
-// not resolve for REMOVE or INSERT records respectively.
+// not resolve for REMOVE or INSERT records respectively. ForEntities
+// narrows it to the entities someone subscribes to.
 var RecordChangesPipe = PipeSpec{
 	Name:     "record-changes",
 	BodyPath: "$",
@@ -62,7 +65,7 @@ func (p PipeSpec) Validate() error {
 	if p.Name == "" {
 		return fmt.Errorf("pipe spec: %w", errNoName)
 	}
-	if _, err := CompileFilter(p.Filter); err != nil {
+	if _, err := CompileFilters(p.Filters); err != nil {
 		return fmt.Errorf("pipe %q: filter: %w", p.Name, err)
 	}
 	for what, path := range map[string]string{"body": p.BodyPath, "group id": p.GroupIDPath, "dedup id": p.DedupIDPath} {

@@ -88,7 +88,7 @@ func Compile(spec PipeSpec) (*Pipe, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	f, err := CompileFilter(spec.Filter)
+	f, err := CompileFilters(spec.Filters)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %q: %w", spec.Name, err)
 	}

@@ -163,6 +163,17 @@ func (r *Relay) Run(ctx context.Context) error {
 		for _, sh := range shards {
 			known[aws.ToString(sh.ShardId)] = true
 		}
+		if err == nil && len(shards) > 0 {
+			// A finished shard the stream no longer lists (trimmed after
+			// 24 h) can never be listed again: forget it, so a relay that
+			// runs for months does not remember every shard it ever read.
+			// (Were it listed again, it would resume from its checkpoint.)
+			for id := range done {
+				if !known[id] {
+					delete(done, id)
+				}
+			}
+		}
 		for _, sh := range shards {
 			id, parent := aws.ToString(sh.ShardId), aws.ToString(sh.ParentShardId)
 			if done[id] || running[id] || ctx.Err() != nil {

@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,8 +95,12 @@ func TestPipeSpecTemplates(t *testing.T) {
 		{Name: "", BodyPath: "$"},
 		{Name: "x", BodyPath: "dynamodb.NewImage"},
 		{Name: "x", BodyPath: "$", GroupIDPath: "$.a"},
-		{Name: "x", BodyPath: "$", Filter: `{"a":[{"numeric":[">",1]}]}`},
-		{Name: "x", BodyPath: "$", Filter: `{"a":"plain"}`},
+		{Name: "x", BodyPath: "$", Filters: []string{`{"a":[{"numeric":[">",1]}]}`}},
+		{Name: "x", BodyPath: "$", Filters: []string{`{"a":"plain"}`}},
+		{Name: "x", BodyPath: "$", Filters: []string{`{"a":[{"anything-but":{"prefix":"SEQ#"}}]}`}},
+		{Name: "x", BodyPath: "$", Filters: []string{`{"$or":[{"a":["x"]},{"b":["y"]}]}`}},
+		{Name: "x", BodyPath: "$", Filters: []string{`{}`, `{}`, `{}`, `{}`, `{}`, `{}`}},
+		{Name: "x", BodyPath: "$", Filters: []string{`{"a":["` + strings.Repeat("x", MaxPatternLen) + `"]}`}},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil; want an error", bad)
@@ -127,6 +132,11 @@ func TestFilter(t *testing.T) {
 		{`{"a":{"b":{"c":["x"]}}}`, `{"a":{"b":{"c":"x"}}}`, true},
 		{`{"a":{"b":["x"]}}`, `{"a":"notobject"}`, false},
 		{`{"a":["x"],"b":["y"]}`, `{"a":"x","b":"n"}`, false},
+		{`{"a":[{"equals-ignore-case":"contact"}]}`, `{"a":"Contact"}`, true},
+		{`{"a":[{"equals-ignore-case":"contact"}]}`, `{"a":"contacts"}`, false},
+		{`{"a":[{"prefix":{"equals-ignore-case":"contact#"}}]}`, `{"a":"CONTACT#t1"}`, true},
+		{`{"a":[{"prefix":{"equals-ignore-case":"contact#"}}]}`, `{"a":"SEQ#bowl-1"}`, false},
+		{`{"a":[{"prefix":{"equals-ignore-case":"contact#"}}]}`, `{"a":"c"}`, false},
 	} {
 		f, err := CompileFilter(c.pattern)
 		if err != nil {

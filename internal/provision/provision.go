@@ -78,6 +78,16 @@ type TableSpec struct {
 	StreamView string
 	// TTLAttribute is the TTL attribute; "" means no TTL.
 	TTLAttribute string
+	// Indexes are the table's global secondary indexes, each keys-only on
+	// a string hash key. An existing table gets the ones it lacks.
+	Indexes []IndexSpec
+}
+
+// IndexSpec is a keys-only global secondary index on the string attribute
+// HashKey (sparse: only items with that attribute are in it).
+type IndexSpec struct {
+	Name    string
+	HashKey string
 }
 
 // QueueSpec is one SQS queue as Provision creates it: every attribute it
@@ -139,7 +149,9 @@ func PlanFor(n resources.Names, opts Options) Plan {
 	return Plan{
 		// The rows in them are listed in docs/tables.md.
 		Tables: []TableSpec{
-			{Name: n.EventsTable(), SortKey: true, StreamView: newAndOld},
+			// The heads index lists tenants without reading events
+			// (engine.HeadsIndex; docs/chain.md, "Finding every tenant").
+			{Name: n.EventsTable(), SortKey: true, StreamView: newAndOld, Indexes: []IndexSpec{{Name: "heads", HashKey: "head_tenant"}}},
 			{Name: n.InboxTable(), TTLAttribute: "ttl"},
 			{Name: n.DeadLettersTable(), SortKey: true, TTLAttribute: "ttl"},
 			{Name: n.AppTable(), SortKey: true, StreamView: newAndOld},
@@ -284,6 +296,14 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, t TableSpec) (Resource
 		if t.StreamView != "" {
 			in.StreamSpecification = &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewType(t.StreamView)}
 		}
+		for _, ix := range t.Indexes {
+			in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{AttributeName: aws.String(ix.HashKey), AttributeType: ddbtypes.ScalarAttributeTypeS})
+			in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, ddbtypes.GlobalSecondaryIndex{
+				IndexName:  aws.String(ix.Name),
+				KeySchema:  []ddbtypes.KeySchemaElement{{AttributeName: aws.String(ix.HashKey), KeyType: ddbtypes.KeyTypeHash}},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
+			})
+		}
 		if _, err := c.CreateTable(ctx, in); err != nil {
 			return r, fmt.Errorf("create table %s: %w", t.Name, err)
 		}
@@ -298,6 +318,9 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, t TableSpec) (Resource
 		}
 	case err != nil:
 		return r, fmt.Errorf("describe table %s: %w", t.Name, err)
+	}
+	if err := ensureIndexes(ctx, c, t, out.Table.GlobalSecondaryIndexes); err != nil {
+		return r, err
 	}
 	r.ARN = aws.ToString(out.Table.TableArn)
 	r.Stream = aws.ToString(out.Table.LatestStreamArn)
@@ -319,6 +342,49 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, t TableSpec) (Resource
 		}
 	}
 	return r, nil
+}
+
+// ensureIndexes adds to an existing table the indexes of t it lacks, one
+// at a time (DynamoDB creates one per UpdateTable), and waits for each.
+func ensureIndexes(ctx context.Context, c *dynamodb.Client, t TableSpec, have []ddbtypes.GlobalSecondaryIndexDescription) error {
+	for _, ix := range t.Indexes {
+		if slices.ContainsFunc(have, func(d ddbtypes.GlobalSecondaryIndexDescription) bool { return aws.ToString(d.IndexName) == ix.Name }) {
+			continue
+		}
+		_, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName:            &t.Name,
+			AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(ix.HashKey), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+			GlobalSecondaryIndexUpdates: []ddbtypes.GlobalSecondaryIndexUpdate{{Create: &ddbtypes.CreateGlobalSecondaryIndexAction{
+				IndexName:  aws.String(ix.Name),
+				KeySchema:  []ddbtypes.KeySchemaElement{{AttributeName: aws.String(ix.HashKey), KeyType: ddbtypes.KeyTypeHash}},
+				Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
+			}}},
+		})
+		if err != nil {
+			return fmt.Errorf("add index %s to %s: %w", ix.Name, t.Name, err)
+		}
+		for {
+			out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &t.Name})
+			if err != nil {
+				return fmt.Errorf("describe table %s: %w", t.Name, err)
+			}
+			active := false
+			for _, d := range out.Table.GlobalSecondaryIndexes {
+				if aws.ToString(d.IndexName) == ix.Name && d.IndexStatus == ddbtypes.IndexStatusActive {
+					active = true
+				}
+			}
+			if active {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 func ensureQueue(ctx context.Context, c *sqs.Client, name string, attrs map[string]string) (Resource, error) {

@@ -29,9 +29,10 @@ func runAnchor(ctx context.Context, args []string) error { return anchorCmd(ctx,
 func anchorCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline anchor", anchorSummary,
 		"bowline anchor (--once | --every 5m) [--json] [--metrics-addr host:port]\n\n"+
-			"Each round finds every tenant (the anchors table's registry and every head or event\n"+
-			"row of the events table, so a deleted head hides no tenant), verifies its chain from\n"+
-			"its newest anchor and, if intact and longer, appends an anchor (seq, hash) to the\n"+
+			"Each round lists the tenants (the anchors table's registry and the events table's\n"+
+			"heads index, without reading the log), reads every head and the anchor at its seq in\n"+
+			"batches, and for each tenant that changed verifies its chain from its newest anchor\n"+
+			"and, if intact and longer, appends an anchor (seq, hash) to the\n"+
 			"anchors table with a conditional put: anchors are never overwritten, so the history\n"+
 			"is kept. A broken chain is logged and not anchored. `bowline verify-chain` checks\n"+
 			"every chain against its anchors. In AWS only the AnchorRole may write the anchors\n"+

@@ -22,8 +22,9 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline relay", "DynamoDB Streams -> SQS, the local stand-in for the EventBridge Pipes",
 		"bowline relay [--pipes events,record-changes] [--poll 250ms] [--metrics-addr host:port]\n\n"+
 			"The events pipe forwards INSERT records of event rows from the events table's stream to\n"+
-			"events.fifo (group = tenant, dedup id = event id); the record-changes pipe forwards every\n"+
-			"record of the app table's stream to record-changes. Positions are checkpointed per shard\n"+
+			"events.fifo (group = tenant, dedup id = event id), only of the types a DURABLE subscription\n"+
+			"matches; the record-changes pipe forwards the app table's records of the entities a\n"+
+			"BEST_EFFORT subscription names to record-changes. Positions are checkpointed per shard\n"+
 			"in the inbox table. A record SQS refuses 1+10 times, over 256 KiB or older than 23 h is\n"+
 			"put on pipes-dlq as a dead letter (metric bowline_relay_dead_letters_total), as the Pipes do.\n"+
 			"Environment: BOWLINE_STACK and the standard AWS SDK variables.")
@@ -39,13 +40,11 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if *poll <= 0 {
 		return fmt.Errorf("%w: --poll %v: want a positive duration", cli.ErrUsage, *poll)
 	}
-	var specs []relay.PipeSpec
+	var chosen []string
 	for _, p := range strings.Split(*pipes, ",") {
-		switch strings.TrimSpace(p) {
-		case relay.EventsPipe.Name:
-			specs = append(specs, relay.EventsPipe)
-		case relay.RecordChangesPipe.Name:
-			specs = append(specs, relay.RecordChangesPipe)
+		switch p = strings.TrimSpace(p); p {
+		case relay.EventsPipe.Name, relay.RecordChangesPipe.Name:
+			chosen = append(chosen, p)
 		default:
 			return fmt.Errorf("%w: --pipes: unknown pipe %q (want events or record-changes)", cli.ErrUsage, p)
 		}
@@ -57,6 +56,19 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stack.Close()
+	// The filters are the catalog's, as the CloudFormation Pipes' are.
+	events, recordChanges, err := stack.Pipes()
+	if err != nil {
+		return err
+	}
+	var specs []relay.PipeSpec
+	for _, n := range chosen {
+		if n == events.Name {
+			specs = append(specs, events)
+		} else {
+			specs = append(specs, recordChanges)
+		}
+	}
 	names := stack.Names
 	metrics := relay.NewMetrics(reg)
 	var relays []*relay.Relay
