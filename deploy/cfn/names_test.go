@@ -31,6 +31,7 @@ func TestResourceNamesFollowResources(t *testing.T) {
 		{"EventsDLQ", "QueueName", n.EventsDLQ()},
 		{"RecordChangesQueue", "QueueName", n.RecordChangesQueue()},
 		{"PipesDLQ", "QueueName", n.PipesDLQ()},
+		{"TelemetryConsumerDLQ", "QueueName", n.TelemetryConsumerDLQ()},
 		{"TelemetryStream", "Name", n.TelemetryStream()},
 	} {
 		r, ok := tpl.Resources[tc.logical]
