@@ -1,0 +1,298 @@
+package eventsource_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/bowline-iot/bowline/cloud/eventsource"
+	"github.com/bowline-iot/bowline/internal/testkit"
+)
+
+// Four shards, two sub-streams each: every record is handled, each key's
+// records in order, no batch larger than BatchSize or mixing shards.
+func TestFourShardsEveryRecordInKeyOrder(t *testing.T) {
+	e := newEnv(t, 4)
+	const keys, per = 16, 15
+	want := map[string]int{}
+	for n := range per {
+		for k := range keys {
+			e.put(keyName(k), n)
+			want[keyName(k)] = per
+		}
+	}
+	var h handled
+	spec := e.spec()
+	e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		h.add(recs)
+		return "", nil
+	})
+	testkit.WaitFor(t, "every record handled", 60*time.Second, func() bool { return h.distinct() == keys*per })
+	h.checkKeyOrder(t, want)
+	shards := map[string]bool{}
+	for _, b := range h.batch {
+		if len(b) > spec.BatchSize {
+			t.Errorf("batch of %d records; want at most BatchSize %d", len(b), spec.BatchSize)
+		}
+		for _, r := range b {
+			if r.ShardID != b[0].ShardID {
+				t.Errorf("batch mixes shards %s and %s", b[0].ShardID, r.ShardID)
+			}
+			shards[r.ShardID] = true
+		}
+	}
+	if len(shards) != 4 {
+		t.Errorf("records came from %d shards; want 4", len(shards))
+	}
+}
+
+// A reshard under traffic (UpdateShardCount 4 -> 8, each parent split in
+// two): every record is handled at least once, each key in order, and no
+// child shard's record is handled before its parent was read to the end.
+func TestReshardUnderTrafficKeepsParentsBeforeChildren(t *testing.T) {
+	e := newEnv(t, 4)
+	const keys = 12
+	var h handled
+	e.runner(e.spec(), func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		h.add(recs)
+		return "", nil
+	})
+	var (
+		mu   sync.Mutex
+		sent = map[string]int{}
+	)
+	stopTraffic := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stopTraffic:
+				return
+			default:
+			}
+			for k := range keys {
+				if _, err := e.kin.PutRecord(context.Background(), &kinesis.PutRecordInput{
+					StreamName: aws.String(e.stream), PartitionKey: aws.String(keyName(k)), Data: []byte(keyName(k) + ":" + strconv.Itoa(n)),
+				}); err != nil {
+					t.Errorf("put during reshard: %v", err)
+					return
+				}
+				mu.Lock()
+				sent[keyName(k)] = n + 1
+				mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	testkit.WaitFor(t, "traffic handled before the reshard", 30*time.Second, func() bool { return h.count() > 50 })
+	if _, err := e.kin.UpdateShardCount(t.Context(), &kinesis.UpdateShardCountInput{
+		StreamName: aws.String(e.stream), TargetShardCount: aws.Int32(8), ScalingType: ktypes.ScalingTypeUniformScaling,
+	}); err != nil {
+		t.Fatalf("UpdateShardCount: %v", err)
+	}
+	e.waitActive()
+	time.Sleep(2 * time.Second) // traffic into the children
+	close(stopTraffic)
+	wg.Wait()
+	mu.Lock()
+	total := 0
+	for _, n := range sent {
+		total += n
+	}
+	mu.Unlock()
+	testkit.WaitFor(t, "every record handled", 60*time.Second, func() bool { return h.distinct() == total })
+	h.checkKeyOrder(t, sent)
+
+	out, err := e.kin.ListShards(t.Context(), &kinesis.ListShardsInput{StreamName: aws.String(e.stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := map[string]int{}, map[string]int{}
+	h.mu.Lock()
+	for i, r := range h.order {
+		if _, ok := first[r.ShardID]; !ok {
+			first[r.ShardID] = i
+		}
+		last[r.ShardID] = i
+	}
+	h.mu.Unlock()
+	children := 0
+	for _, sh := range out.Shards {
+		id, parent := aws.ToString(sh.ShardId), aws.ToString(sh.ParentShardId)
+		if parent == "" {
+			continue
+		}
+		children++
+		c, ok := first[id]
+		if !ok {
+			continue
+		}
+		if p, ok := last[parent]; ok && c < p {
+			t.Errorf("child shard %s handled (at %d) before its parent %s was done (last at %d)", id, c, parent, p)
+		}
+	}
+	if len(out.Shards) < 12 || children < 8 {
+		t.Errorf("after the reshard %d shards, %d children; want 4 parents and 8 children", len(out.Shards), children)
+	}
+	used := 0
+	for _, sh := range out.Shards {
+		if sh.ParentShardId != nil && first[aws.ToString(sh.ShardId)] > 0 {
+			used++
+		}
+	}
+	if used == 0 {
+		t.Error("no record of a child shard was handled; the reshard saw no traffic")
+	}
+}
+
+// A handler that fails part of a batch once gets the batch again from
+// exactly the failed record: nothing before it again, nothing skipped.
+func TestPartialFailureRetriesFromFailedSequence(t *testing.T) {
+	e := newEnv(t, 1)
+	var seqs []string
+	for n := range 20 {
+		seqs = append(seqs, e.put("gw-a", n))
+	}
+	failAt := seqs[13]
+	var (
+		h      handled
+		failed bool
+		mu     sync.Mutex
+		after  []eventsource.Record
+	)
+	spec := e.spec()
+	spec.ParallelizationFactor = 1
+	e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		h.add(recs)
+		mu.Lock()
+		defer mu.Unlock()
+		if failed && after == nil {
+			after = recs
+		}
+		for _, r := range recs {
+			if r.SequenceNumber == failAt && !failed {
+				failed = true
+				return failAt, nil
+			}
+		}
+		return "", nil
+	})
+	testkit.WaitFor(t, "every record handled", 30*time.Second, func() bool { return h.distinct() == 20 })
+	h.checkKeyOrder(t, map[string]int{"gw-a": 20})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(after) == 0 || after[0].SequenceNumber != failAt {
+		t.Fatalf("batch after the partial failure starts at %v; want the failed seq %s", after, failAt)
+	}
+	if h.count() != 20+7 { // 20 once, and 13..19 (the failed batch's tail) again
+		t.Errorf("%d records handed over; want 27 (the failed record and the rest of its batch again, nothing before it)", h.count())
+	}
+}
+
+// A record that always fails is bisected down to itself, retried
+// MaximumRetryAttempts times, described on the on-failure queue, and the
+// shard moves on past it.
+func TestPoisonRecordGoesToOnFailureQueueAndShardMovesOn(t *testing.T) {
+	e := newEnv(t, 1)
+	var poison string
+	for n := range 30 {
+		s := e.put("gw-p", n)
+		if n == 7 {
+			poison = s
+		}
+	}
+	var (
+		h       handled
+		mu      sync.Mutex
+		tries   int
+		errPois = errors.New("poison")
+	)
+	spec := e.spec()
+	e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		for _, r := range recs {
+			if r.SequenceNumber == poison {
+				mu.Lock()
+				tries++
+				mu.Unlock()
+				return "", errPois
+			}
+		}
+		h.add(recs)
+		return "", nil
+	})
+	testkit.WaitFor(t, "every other record handled", 30*time.Second, func() bool { return h.distinct() == 29 })
+	var got []eventsource.FailureRecord
+	testkit.WaitFor(t, "a failure record", 30*time.Second, func() bool {
+		got = append(got, e.failures(spec.Name)...)
+		return len(got) > 0
+	})
+	if len(got) != 1 {
+		t.Fatalf("%d failure records; want 1", len(got))
+	}
+	fr := got[0]
+	bi := fr.KinesisBatchInfo
+	if fr.RequestContext.Condition != eventsource.ConditionRetryAttemptsExhausted || bi.StartSequenceNumber != poison || bi.EndSequenceNumber != poison || bi.BatchSize != 1 {
+		t.Errorf("failure record %+v; want RetryAttemptsExhausted for the poison record %s alone", fr, poison)
+	}
+	if bi.ShardID == "" || fr.LastError == "" {
+		t.Errorf("failure record %+v; want the shard and the last error", fr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// A batch of 10 bisects to 5, 3 (or 2), 2, 1: the batches holding the
+	// poison fail, then the poison alone is tried 1+MaximumRetryAttempts times.
+	if minTries := 1 + spec.MaximumRetryAttempts; tries < minTries || tries > minTries+4 {
+		t.Errorf("poison handed over %d times; want %d (alone) plus the bisect steps", tries, minTries)
+	}
+}
+
+// A Runner stopped and started again resumes at its checkpoint: records
+// it handled are not handed over again, and a batch whose handler never
+// succeeded is (checkpoints follow success only).
+func TestRestartResumesFromCheckpoint(t *testing.T) {
+	e := newEnv(t, 2)
+	spec := e.spec()
+	for n := range 20 {
+		e.put(keyName(n%4), n/4)
+	}
+	var first handled
+	stop := e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		first.add(recs)
+		return "", nil
+	})
+	testkit.WaitFor(t, "first run handled everything", 30*time.Second, func() bool { return first.distinct() == 20 })
+	time.Sleep(300 * time.Millisecond) // the last checkpoint
+	stop()
+
+	// A run whose handler always fails checkpoints nothing.
+	for n := 5; n < 10; n++ {
+		e.put(keyName(n%4), n/4+5)
+	}
+	spec.MaximumRetryAttempts = -1
+	var failing handled
+	stop = e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		failing.add(recs)
+		return "", errors.New("down")
+	})
+	testkit.WaitFor(t, "the failing run saw the new records", 30*time.Second, func() bool { return failing.distinct() == 5 })
+	stop()
+
+	var second handled
+	e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		second.add(recs)
+		return "", nil
+	})
+	testkit.WaitFor(t, "second run handled the new records", 30*time.Second, func() bool { return second.distinct() == 5 })
+	time.Sleep(time.Second)
+	if n := second.count(); n != 5 {
+		t.Errorf("second run handled %d records; want only the 5 new ones (the first run's are checkpointed)", n)
+	}
+}
+
