@@ -295,4 +295,3 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 		t.Errorf("second run handled %d records; want only the 5 new ones (the first run's are checkpointed)", n)
 	}
 }
-

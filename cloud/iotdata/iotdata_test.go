@@ -210,7 +210,9 @@ func TestLocalEndpointRequiresIotdataSignature(t *testing.T) {
 
 type brokerFunc func(topic string, payload []byte, qos byte) error
 
-func (f brokerFunc) Publish(topic string, payload []byte, qos byte) error { return f(topic, payload, qos) }
+func (f brokerFunc) Publish(topic string, payload []byte, qos byte) error {
+	return f(topic, payload, qos)
+}
 
 func must[T any](v T, err error) T {
 	if err != nil {

@@ -36,6 +36,8 @@ var BowlineParts = map[string]PartRoles{
 	"devices":              {Roles: []string{"OperatorRole"}},
 	"verify-chain":         {Roles: []string{"OperatorRole"}},
 	"anchor":               {Roles: []string{"AnchorRole"}},
+	"consume":              {Roles: []string{"ConsumerRole"}},
+	"eventsource":          {Reason: "only the local event source stand-in keeps checkpoints and resolves the on-failure queue's URL; Lambda's mapping keeps its own position and is configured with ARNs"},
 	"relay":                {Reason: "only the local relay keeps checkpoints, looks up the stream and resolves the queue URL; an EventBridge Pipe keeps its own position and is configured with ARNs"},
 	"provision":            {Reason: "in AWS, CloudFormation creates the tables and queues (bowline provision serves the local stack and development accounts)"},
 	"dev":                  {Reason: "bowline dev's status line and background chain check run only locally"},
