@@ -295,3 +295,40 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 		t.Errorf("second run handled %d records; want only the 5 new ones (the first run's are checkpointed)", n)
 	}
 }
+
+// Records older than MaximumRecordAgeInSeconds go to the on-failure
+// queue as RecordAgeExceeded without reaching the handler, and the shard
+// is checkpointed past them.
+func TestOldRecordsGoToOnFailureQueueUnhandled(t *testing.T) {
+	e := newEnv(t, 1)
+	for n := range 3 {
+		e.put("gw-old", n)
+	}
+	spec := e.spec()
+	spec.MaximumRecordAgeInSeconds = 60
+	var h handled
+	r, err := eventsource.New(eventsource.Config{
+		Spec: spec, Kinesis: e.kin, Stream: e.stream, Checkpoints: e.ddb, CheckpointTable: e.table, OnFailure: e.sqs, OnFailureURL: e.dlq,
+		Handler:      func(ctx context.Context, recs []eventsource.Record) (string, error) { h.add(recs); return "", nil },
+		PollInterval: 200 * time.Millisecond, ShardRefresh: 300 * time.Millisecond,
+		Now: func() time.Time { return time.Now().Add(2 * time.Minute) }, // the records are two minutes old
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var got []eventsource.FailureRecord
+	testkit.WaitFor(t, "a failure record", 30*time.Second, func() bool {
+		got = append(got, e.failures(spec.Name)...)
+		return len(got) > 0
+	})
+	if fr := got[0]; fr.RequestContext.Condition != eventsource.ConditionRecordAgeExceeded || fr.KinesisBatchInfo.BatchSize != 3 {
+		t.Errorf("failure record %+v; want RecordAgeExceeded for the 3 records", fr)
+	}
+	if n := h.count(); n != 0 {
+		t.Errorf("handler got %d records; want none (too old)", n)
+	}
+}
