@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(lambdaChildEnv) == "1" {
+		runLambdaChild() // the function of TestLambdaRuntimeGetsBatchItemFailures
+		return
+	}
 	lstest.Main(m, localstack.Kinesis, localstack.DynamoDB, localstack.SQS)
 }
 
