@@ -220,3 +220,5 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+var _ iotdata.Broker = (*mqttbroker.Broker)(nil)
