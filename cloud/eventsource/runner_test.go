@@ -57,6 +57,37 @@ func TestFourShardsEveryRecordInKeyOrder(t *testing.T) {
 // two): every record is handled at least once, each key in order, and no
 // child shard's record is handled before its parent was read to the end.
 func TestReshardUnderTrafficKeepsParentsBeforeChildren(t *testing.T) {
+	reshardUnderTraffic(t, func(e *env) {
+		if _, err := e.kin.UpdateShardCount(t.Context(), &kinesis.UpdateShardCountInput{
+			StreamName: aws.String(e.stream), TargetShardCount: aws.Int32(8), ScalingType: ktypes.ScalingTypeUniformScaling,
+		}); err != nil {
+			t.Fatalf("UpdateShardCount: %v", err)
+		}
+	}, 12, 8)
+}
+
+// A merge under traffic (MergeShards of two adjacent shards of four): the
+// child is handled only after both parents were read to the end.
+func TestMergeUnderTrafficWaitsForBothParents(t *testing.T) {
+	reshardUnderTraffic(t, func(e *env) {
+		out, err := e.kin.ListShards(t.Context(), &kinesis.ListShardsInput{StreamName: aws.String(e.stream)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Shards are created over adjacent hash ranges in order.
+		if _, err := e.kin.MergeShards(t.Context(), &kinesis.MergeShardsInput{
+			StreamName: aws.String(e.stream), ShardToMerge: out.Shards[0].ShardId, AdjacentShardToMerge: out.Shards[1].ShardId,
+		}); err != nil {
+			t.Fatalf("MergeShards: %v", err)
+		}
+	}, 5, 1)
+}
+
+// reshardUnderTraffic writes to a 4-shard stream while reshard runs and
+// checks that every record was handled, each key in order, and that no
+// child shard (of the wantChildren, wantShards in all) was handed over
+// before each of its parents was done.
+func reshardUnderTraffic(t *testing.T, reshard func(*env), wantShards, wantChildren int) {
 	e := newEnv(t, 4)
 	const keys = 12
 	var h handled
@@ -92,11 +123,7 @@ func TestReshardUnderTrafficKeepsParentsBeforeChildren(t *testing.T) {
 		}
 	})
 	testkit.WaitFor(t, "traffic handled before the reshard", 30*time.Second, func() bool { return h.count() > 50 })
-	if _, err := e.kin.UpdateShardCount(t.Context(), &kinesis.UpdateShardCountInput{
-		StreamName: aws.String(e.stream), TargetShardCount: aws.Int32(8), ScalingType: ktypes.ScalingTypeUniformScaling,
-	}); err != nil {
-		t.Fatalf("UpdateShardCount: %v", err)
-	}
+	reshard(e)
 	e.waitActive()
 	time.Sleep(2 * time.Second) // traffic into the children
 	close(stopTraffic)
@@ -123,10 +150,11 @@ func TestReshardUnderTrafficKeepsParentsBeforeChildren(t *testing.T) {
 		last[r.ShardID] = i
 	}
 	h.mu.Unlock()
-	children := 0
+	children, used := 0, 0
 	for _, sh := range out.Shards {
-		id, parent := aws.ToString(sh.ShardId), aws.ToString(sh.ParentShardId)
-		if parent == "" {
+		id := aws.ToString(sh.ShardId)
+		parents := []string{aws.ToString(sh.ParentShardId), aws.ToString(sh.AdjacentParentShardId)}
+		if parents[0] == "" {
 			continue
 		}
 		children++
@@ -134,18 +162,15 @@ func TestReshardUnderTrafficKeepsParentsBeforeChildren(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if p, ok := last[parent]; ok && c < p {
-			t.Errorf("child shard %s handled (at %d) before its parent %s was done (last at %d)", id, c, parent, p)
+		used++
+		for _, parent := range parents {
+			if p, ok := last[parent]; ok && parent != "" && c < p {
+				t.Errorf("child shard %s handled (at %d) before its parent %s was done (last at %d)", id, c, parent, p)
+			}
 		}
 	}
-	if len(out.Shards) < 12 || children < 8 {
-		t.Errorf("after the reshard %d shards, %d children; want 4 parents and 8 children", len(out.Shards), children)
-	}
-	used := 0
-	for _, sh := range out.Shards {
-		if sh.ParentShardId != nil && first[aws.ToString(sh.ShardId)] > 0 {
-			used++
-		}
+	if len(out.Shards) != wantShards || children != wantChildren {
+		t.Errorf("after the reshard %d shards, %d children; want %d and %d", len(out.Shards), children, wantShards, wantChildren)
 	}
 	if used == 0 {
 		t.Error("no record of a child shard was handled; the reshard saw no traffic")
