@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -127,6 +128,22 @@ func (e *env) runner(spec eventsource.Spec, h eventsource.Handler) (stop func())
 	}
 	e.t.Cleanup(stop)
 	return stop
+}
+
+// checkpoint is the seq of mapping's checkpoint row for shard, "" if none.
+func (e *env) checkpoint(mapping, shard string) string {
+	e.t.Helper()
+	out, err := e.ddb.GetItem(e.t.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: eventsource.CheckpointKey(mapping, e.stream, shard)}},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if v, ok := out.Item["seq"].(*ddbtypes.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
 }
 
 // failures receives the on-failure queue's records of mapping.
