@@ -383,3 +383,27 @@ func TestOldRecordsGoToOnFailureQueueUnhandled(t *testing.T) {
 		t.Errorf("handler got %d records; want none (too old)", n)
 	}
 }
+
+// With a batching window, records arriving within it are handed over
+// together, not one invocation per record.
+func TestBatchingWindowGathersRecords(t *testing.T) {
+	e := newEnv(t, 1)
+	spec := e.spec()
+	spec.BatchSize, spec.MaximumBatchingWindowInSeconds, spec.ParallelizationFactor = 100, 2, 1
+	var h handled
+	e.runner(spec, func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		h.add(recs)
+		return "", nil
+	})
+	time.Sleep(500 * time.Millisecond) // the runner is reading the empty shard
+	for n := range 6 {
+		e.put("gw-w", n)
+		time.Sleep(100 * time.Millisecond)
+	}
+	testkit.WaitFor(t, "every record handled", 30*time.Second, func() bool { return h.distinct() == 6 })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.batch) > 2 {
+		t.Errorf("6 records 100 ms apart came in %d batches; want at most 2 with a 2 s window", len(h.batch))
+	}
+}

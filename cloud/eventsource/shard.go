@@ -90,7 +90,13 @@ func (r *Runner) readShard(ctx context.Context, shard string) error {
 			break
 		}
 		iter = *out.NextShardIterator
-		if err := backoff.Sleep(ctx, r.readGap(bytes, len(out.Records))); err != nil {
+		gap := r.readGap(bytes, len(out.Records))
+		if len(buf) > 0 {
+			// Records are waiting: read again when their window ends, not
+			// a whole poll interval later.
+			gap = max(minReadGap, min(gap, window-time.Since(first)))
+		}
+		if err := backoff.Sleep(ctx, gap); err != nil {
 			return err
 		}
 	}
