@@ -18,7 +18,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 )
 
-func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS) }
+func TestMain(m *testing.M) { lstest.Main(m, localstack.DynamoDB, localstack.SQS, localstack.Kinesis) }
 
 func TestOpenRefusesAnIncompleteConfig(t *testing.T) {
 	if _, err := app.Open(app.Config{}); err == nil || !strings.Contains(err.Error(), "Names") {

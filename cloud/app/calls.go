@@ -34,6 +34,13 @@ const (
 	PartRedrive     = "redrive"
 	PartDeadLetters = "dead-letters"
 	PartDevices     = "devices"
+	// PartConsume is the telemetry consumer (`bowline consume`, the
+	// Lambda function) and what Lambda's event source mapping does with
+	// the function's role: read the stream, send to the on-failure queue.
+	PartConsume = "consume"
+	// PartEventSource is what only the local event source stand-in does:
+	// checkpoints and the on-failure queue's URL.
+	PartEventSource = "eventsource"
 	// PartDev is what only `bowline dev` does: its status line and
 	// background chain check.
 	PartDev = "dev"

@@ -35,6 +35,7 @@ func TestResourceNamesFollowResources(t *testing.T) {
 		{"PipesDLQ", "QueueName", n.PipesDLQ()},
 		{"RuleErrorsQueue", "QueueName", n.RuleErrorsQueue()},
 		{"TelemetryStateTable", "TableName", n.TelemetryTable()},
+		{"TelemetryConsumerDLQ", "QueueName", n.TelemetryConsumerDLQ()},
 		{"TelemetryStream", "Name", n.TelemetryStream()},
 	} {
 		r, ok := tpl.Resources[tc.logical]

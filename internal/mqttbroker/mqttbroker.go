@@ -111,6 +111,15 @@ func (b *Broker) URL() string { return b.url }
 // Server is the mochi server, for publishing inline or inspecting clients.
 func (b *Broker) Server() *mqtt.Server { return b.srv }
 
+// Publish publishes payload on topic from the broker's inline client, as
+// AWS IoT's HTTPS Publish does (cloud/iotdata's local endpoint).
+func (b *Broker) Publish(topic string, payload []byte, qos byte) error {
+	if err := b.srv.Publish(topic, payload, false, qos); err != nil {
+		return fmt.Errorf("mqttbroker: publish to %q: %w", topic, err)
+	}
+	return nil
+}
+
 // Close stops the broker; connected clients see the connection drop. It is
 // safe to call more than once.
 func (b *Broker) Close() error {

@@ -193,6 +193,12 @@ func PlanFor(n resources.Names, opts Options) Plan {
 				"MaximumMessageSize":     maxMessageSize,
 				"SqsManagedSseEnabled":   "true",
 			}},
+			// The telemetry event source's on-failure destination: batch
+			// metadata only, so the default message size is plenty.
+			{Name: n.TelemetryConsumerDLQ(), Attributes: map[string]string{
+				"MessageRetentionPeriod": maxRetention,
+				"SqsManagedSseEnabled":   "true",
+			}},
 		},
 	}
 }

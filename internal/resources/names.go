@@ -58,7 +58,7 @@ func (n Names) EventsTable() string { return n.name("events") }
 
 // InboxTable holds the rows that make writes idempotent or remember a
 // position, each kind under its own pk prefix: IDEMP# (engine/inbox), EMIT#
-// (engine), RELAY# (engine/relay), APIKEY# and PAYMENT# (cloud/api) and
+// (engine), RELAY# (engine/relay), ESM# (cloud/eventsource), APIKEY# and PAYMENT# (cloud/api) and
 // INGEST# (cloud/ingest). pk only, TTL attribute "ttl".
 func (n Names) InboxTable() string { return n.name("inbox") }
 
@@ -106,6 +106,12 @@ func (n Names) TelemetryTable() string { return n.name("telemetry_state") }
 // action writes every message it could not put into the stream to (and
 // the local rule stand-in too), with an alarm on its depth.
 func (n Names) RuleErrorsQueue() string { return n.name("rule-errors") }
+
+// TelemetryConsumerDLQ is the standard queue the telemetry stream's event
+// source mapping (Lambda's, and `bowline consume`'s stand-in) describes
+// every batch it gave up on: retries exhausted or records too old
+// (cloud/eventsource, docs/telemetry-path.md). Alarmed on its depth.
+func (n Names) TelemetryConsumerDLQ() string { return n.name("telemetry-consumer-dlq") }
 
 // TelemetryRetentionHours is the telemetry stream's retention: longer than
 // any consumer outage we plan for, since the stream is the system of record

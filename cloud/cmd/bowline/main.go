@@ -4,9 +4,19 @@
 // and engine/.
 package main
 
-import "github.com/bowline-iot/bowline/internal/cli"
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/bowline-iot/bowline/internal/cli"
+)
 
 func main() {
+	// In the consumer's Lambda package the binary is named bootstrap and
+	// started without arguments (deploy/cloudformation, ConsumerFunction).
+	if filepath.Base(os.Args[0]) == "bootstrap" && len(os.Args) == 1 {
+		os.Args = append(os.Args, "consume")
+	}
 	cli.App{
 		Name:    "bowline",
 		Summary: "the Bowline cloud: ingest, relay, worker, API and operator tools",
@@ -16,6 +26,7 @@ func main() {
 			{Name: "ingest", Summary: "MQTT -> Kinesis (telemetry) and Emit (bowl events)", Run: runIngest},
 			{Name: "rules", Summary: "MQTT -> Kinesis (the AWS IoT topic rules stand-in)", Run: runRules},
 			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: runRelay},
+			{Name: "consume", Summary: "Kinesis telemetry -> the telemetry consumer (Lambda's event source stand-in)", Run: runConsume},
 			{Name: "worker", Summary: "run DURABLE subscriptions from the events queue", Run: runWorker},
 			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile, the web console", Run: runAPI},
 			{Name: "emit", Summary: "emit one event through the engine", Run: runEmit},
