@@ -30,7 +30,7 @@ const (
 	MaxScale = 9
 	// MaxTimeMs is the latest time a batch carries, in Unix milliseconds
 	// (9999-12-31T23:59:59.999Z); the earliest is the Unix epoch.
-	MaxTimeMs = 253402300799999
+	MaxTimeMs int64 = 253402300799999
 )
 
 // Errors of this package.
