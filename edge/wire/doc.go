@@ -33,6 +33,9 @@
 // real encoder and compare bytes; ingest's tests decode the same bytes with
 // its real decoder and compare values. LoadGolden reads them.
 //
+// The binary telemetry batch (format 2, one payload per gateway per
+// minute through Basic Ingest) is the sub-package edge/wire/batch.
+//
 // This package uses the standard library only, so both sides can import it
 // without pulling in the other's dependencies.
 package wire

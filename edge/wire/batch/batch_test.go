@@ -282,3 +282,42 @@ func TestSplitHonoursMaxSamples(t *testing.T) {
 		}
 	}
 }
+
+// minuteBatch is a minute of two bowls at 50 Hz with 0.1 g noise steps.
+func minuteBatch() Batch {
+	r := rand.New(rand.NewPCG(9, 9))
+	b := Batch{Outbox: "ob-1", SentAt: gt0.Add(time.Minute)}
+	for _, thing := range []string{"gw-1:a", "gw-1:b"} {
+		s := Series{Thing: thing}
+		v := int64(250_000)
+		for i := range 3000 {
+			s.Samples = append(s.Samples, Sample{Seq: uint64(i + 1), At: gt0.Add(time.Duration(i) * 20 * time.Millisecond), Kind: "weight_g", Value: v + int64(r.NormFloat64())*100, Scale: 3})
+		}
+		b.Things = append(b.Things, s)
+	}
+	return b
+}
+
+func BenchmarkEncodeMinute(b *testing.B) {
+	m := minuteBatch()
+	for b.Loop() {
+		if _, err := Encode(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(6000, "samples/op")
+}
+
+func BenchmarkDecodeMinute(b *testing.B) {
+	p, err := Encode(minuteBatch())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(p))/6000, "bytes/sample")
+}

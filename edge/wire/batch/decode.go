@@ -169,6 +169,7 @@ func decodeSeries(field string, s inSeries, room int) (Series, error) {
 		return out, formatErr(field+".values", "%d samples, more than the %d left of %d in a batch", n, room, MaxSamples)
 	}
 	samples := make([]Sample, n)
+	kind := make([]uint8, n) // the kind index of each sample (MaxKinds < 256)
 
 	// kind_index
 	if len(kinds) == 1 {
@@ -196,6 +197,7 @@ func decodeSeries(field string, s inSeries, room int) (Series, error) {
 			}
 			samples[i].Kind = kinds[k].Name
 			samples[i].Scale = kinds[k].Scale
+			kind[i] = uint8(k)
 		}
 		if err := r.end(n); err != nil {
 			return out, err
@@ -269,7 +271,7 @@ func decodeSeries(field string, s inSeries, room int) (Series, error) {
 	last := make([]int64, len(kinds))
 	gcd := make([]uint64, len(kinds))
 	for i := range samples {
-		k := names[samples[i].Kind]
+		k := kind[i]
 		d, err := r.varint(i, n)
 		if err != nil {
 			return out, err

@@ -10,8 +10,11 @@ import (
 // (1..wire.MaxPayload) and MaxSamples samples. Every sample is in exactly
 // one payload, in b's order; a series may be split between samples, and
 // every payload carries b's Outbox and SentAt. An empty batch gives no
-// payload. It fails with ErrMaxBytes when one sample alone does not fit,
-// and with a *FormatError as Encode does.
+// payload. A payload holds close to the most samples that fit (within
+// 1/64 of them, found by encoding prefixes: a batch that fits whole is
+// encoded once). It fails with ErrMaxBytes when one sample alone does not
+// fit, and with a *FormatError as Encode does (the field then counts
+// within the payload being cut).
 func Split(b Batch, maxBytes int) ([][]byte, error) {
 	if maxBytes < 1 || maxBytes > wire.MaxPayload {
 		return nil, fmt.Errorf("split: %w: maxBytes %d; want 1 to %d", ErrMaxBytes, maxBytes, wire.MaxPayload)
@@ -31,6 +34,7 @@ func Split(b Batch, maxBytes int) ([][]byte, error) {
 		seen[s.Thing] = i
 		total += len(s.Samples)
 	}
+	guess := 0
 	if total <= MaxSamples {
 		p, err := Encode(b)
 		if err != nil {
@@ -42,44 +46,49 @@ func Split(b Batch, maxBytes int) ([][]byte, error) {
 			}
 			return [][]byte{p}, nil
 		}
+		guess = int(float64(total) * float64(maxBytes) / float64(len(p)) * 0.9)
 	} else if _, err := build(Batch{Outbox: b.Outbox, SentAt: b.SentAt}); err != nil {
 		return nil, err
 	}
 
 	var out [][]byte
 	c := cursor{b: b}
-	guess := 0
 	for !c.done() {
 		left := c.left()
-		// lo fits, hi does not (or is past the end): find the most
-		// samples that fit by bisection, starting from the last size.
-		hi := min(left, MaxSamples) + 1
+		// lo fits, hi does not (or is past the end): find about the most
+		// samples that fit by bisection, starting from a guess (the last
+		// payload's samples, or the whole batch's size scaled).
+		most := min(left, MaxSamples)
+		hi := most + 1
 		lo := 0
 		var best []byte
-		try := func(k int) (bool, error) {
+		try := func(k int) error {
 			p, err := Encode(c.take(k))
 			if err != nil {
-				return false, err
+				return err
 			}
 			if len(p) <= maxBytes {
 				lo, best = k, p
-				return true, nil
+			} else {
+				hi = k
 			}
-			hi = k
-			return false, nil
+			return nil
 		}
-		if guess > 0 && guess < hi {
-			if _, err := try(guess); err != nil {
+		if guess <= 0 || guess > most {
+			guess = most
+		}
+		if err := try(guess); err != nil {
+			return nil, err
+		}
+		if lo == guess && guess < most {
+			if err := try(min(2*guess, most)); err != nil {
 				return nil, err
 			}
-			if lo == guess && guess*2 < hi {
-				if _, err := try(guess * 2); err != nil {
-					return nil, err
-				}
-			}
 		}
-		for hi-lo > 1 {
-			if _, err := try(lo + (hi-lo)/2); err != nil {
+		// Within 1/64 of the most that fits is close enough: a payload
+		// a little short of maxBytes costs less than more encodings.
+		for hi-lo > max(1, lo/64) {
+			if err := try(lo + (hi-lo)/2); err != nil {
 				return nil, err
 			}
 		}
