@@ -91,8 +91,8 @@ var Quotas = []Quota{
 		Note: "a Lambda event source polls each shard about once a second"},
 	{ID: QKinesisShards, Service: "Kinesis Data Streams", Name: "shards per account per region (provisioned)", Default: 500, Unit: "shards", Adjustable: true, Source: srcKinesisQuotas, ReadOn: ReadOn,
 		Status: "unverified: 500 in us-east-1, us-west-2 and eu-west-1 (200 elsewhere) is the documented default; not re-read on 2026-12-01"},
-	{ID: QKinesisOnDemand, Service: "Kinesis Data Streams", Name: "on-demand streams per account; default write capacity per on-demand stream", Default: 50, Unit: "streams", Adjustable: true, Source: srcKinesisQuotas, ReadOn: ReadOn,
-		Status: "unverified: 50 on-demand streams per account; an on-demand stream starts at 4 MB/s and 4,000 records/s of write capacity and grows to twice its 30-day peak, up to 200 MB/s by default"},
+	{ID: QKinesisOnDemand, Service: "Kinesis Data Streams", Name: "on-demand stream write capacity (default maximum per stream)", Default: 200 << 20, Unit: "bytes/s", Adjustable: true, Source: srcKinesisQuotas, ReadOn: ReadOn,
+		Status: "unverified: an on-demand stream starts at 4 MB/s and grows to twice its 30-day peak, up to 200 MB/s by default; 50 on-demand streams per account; not re-read"},
 
 	{ID: QLambdaConcurrency, Service: "Lambda", Name: "concurrent executions per account per region", Default: 1000, Unit: "executions", Adjustable: true, Source: srcLambdaQuotas, ReadOn: ReadOn, Status: "unverified: 1,000 is the documented default; not re-read"},
 	{ID: QLambdaParallel, Service: "Lambda", Name: "Kinesis event source ParallelizationFactor (concurrent batches per shard)", Default: 10, Unit: "batches per shard", Adjustable: false, Source: srcLambdaKinesis, ReadOn: ReadOn,
