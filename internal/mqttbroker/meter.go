@@ -56,6 +56,9 @@ type Metered struct {
 	// BasicIngest is the publishes on $aws/rules/... topics: not metered
 	// as messages; Units are the 5 KB units a rule is metered in.
 	BasicIngest Traffic `json:"basic_ingest"`
+	// HTTPSPublishes are the publishes (of any class) from HTTPS
+	// stand-ins (Meter.HTTPS).
+	HTTPSPublishes int64 `json:"https_publishes"`
 	// ConnectionSeconds is the connected time of every session, ended or
 	// still open when the counts were taken.
 	ConnectionSeconds float64 `json:"connection_seconds"`
@@ -98,8 +101,13 @@ type Meter struct {
 	// (acknowledgements apart from telemetry); nil puts every topic in "".
 	Class func(topic string) string
 	// Skip, when set, names clients whose traffic is not metered: local
-	// stand-ins for AWS services that hold a connection AWS would not.
+	// stand-ins for AWS services that hold a connection AWS would not
+	// (the rules engine's subscriber).
 	Skip func(clientID string) bool
+	// HTTPS, when set, names clients that stand in for HTTPS publishers
+	// (the AWS IoT data plane Publish API): their publishes are metered,
+	// their connection, CONNECT and SUBSCRIBE are not.
+	HTTPS func(clientID string) bool
 
 	mu       sync.Mutex
 	m        Metered
@@ -142,6 +150,8 @@ func (m *Meter) init() {
 
 func (m *Meter) skip(id string) bool { return m.Skip != nil && m.Skip(id) }
 
+func (m *Meter) https(id string) bool { return m.HTTPS != nil && m.HTTPS(id) }
+
 func (m *Meter) class(topic string) string {
 	if m.Class == nil {
 		return ""
@@ -174,7 +184,7 @@ func (m *Meter) update(class string, f func(*Traffic)) {
 
 // OnSessionEstablished starts the client's connected time.
 func (m *Meter) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
-	if m.skip(cl.ID) {
+	if m.skip(cl.ID) || m.https(cl.ID) {
 		return
 	}
 	m.init()
@@ -214,6 +224,9 @@ func (m *Meter) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet
 	m.init()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.https(id) && pk.FixedHeader.Type != packets.Publish {
+		return pk, nil
+	}
 	switch pk.FixedHeader.Type {
 	case packets.Connect:
 		n := 0
@@ -233,10 +246,16 @@ func (m *Meter) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet
 	case packets.Publish:
 		n := len(pk.TopicName) + len(pk.Payload)
 		m.m.MaxPublishBytes = max(m.m.MaxPublishBytes, int64(len(pk.Payload)))
-		c := m.client(id)
-		c.publishes++
-		c.bytes += int64(n)
-		m.busiest(c)
+		if m.https(id) {
+			// An HTTPS request body is the payload; the topic is in the URL.
+			n = len(pk.Payload)
+			m.m.HTTPSPublishes++
+		} else {
+			c := m.client(id)
+			c.publishes++
+			c.bytes += int64(n)
+			m.busiest(c)
+		}
 		if strings.HasPrefix(pk.TopicName, BasicIngestPrefix) {
 			m.m.BasicIngest.PublishesIn++
 			m.m.BasicIngest.Units += Units(n)
