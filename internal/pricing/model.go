@@ -104,6 +104,8 @@ const (
 // Line is one component's cost at each scale.
 type Line struct {
 	Component string `json:"component"`
+	// Variant tells apart lines of one component (the Kinesis modes).
+	Variant string `json:"variant,omitempty"`
 	// Detail says what the line is made of ("provisioned, 7-day retention").
 	Detail string `json:"detail,omitempty"`
 	Stage  Stage  `json:"stage"`
@@ -229,10 +231,10 @@ func (k *cost) addShare(id string, share, total float64) {
 }
 
 type component struct {
-	name, detail string
-	stage        Stage
-	inTotal      bool
-	cost         func(s scale, shards int) cost
+	name, variant, detail string
+	stage                 Stage
+	inTotal               bool
+	cost                  func(s scale, shards int) cost
 }
 
 func lines(c Counts, m Model, scales []scale, shards []int) []Line {
@@ -244,7 +246,7 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 		return v
 	}
 	extendedHours := math.Min(m.RetentionHours-24, 144)
-	provisioned := component{name: CompKinesis, detail: fmt.Sprintf("provisioned, %.0f h retention", m.RetentionHours), stage: StageRules, cost: func(s scale, shards int) (k cost) {
+	provisioned := component{name: CompKinesis, variant: Provisioned, detail: fmt.Sprintf("shard-hours, extended retention (%.0f h) per shard-hour, 25 KB PUT units", m.RetentionHours), stage: StageRules, cost: func(s scale, shards int) (k cost) {
 		k.add(KinesisShardHour, float64(shards)*730)
 		if extendedHours > 0 {
 			k.add(KinesisExtendedShard, float64(shards)*730)
@@ -252,7 +254,7 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 		k.add(KinesisPutUnits, float64(c.KinesisPutUnits)*s.gwMonth)
 		return k
 	}}
-	onDemand := component{name: CompKinesis, detail: fmt.Sprintf("on-demand, %.0f h retention", m.RetentionHours), stage: StageRules, cost: func(s scale, _ int) (k cost) {
+	onDemand := component{name: CompKinesis, variant: OnDemand, detail: fmt.Sprintf("stream-hours, GB in (1 KB records), GB out, extended retention (%.0f h) per GB-month", m.RetentionHours), stage: StageRules, cost: func(s scale, _ int) (k cost) {
 		in := float64(c.KinesisBilledBytes) * s.bowlMonth / gigabyte
 		k.add(KinesisStreamHour, 730)
 		k.add(KinesisIngestGB, in)
@@ -308,7 +310,7 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 	}
 	var out []Line
 	for _, comp := range comps {
-		l := Line{Component: comp.name, Detail: comp.detail, Stage: comp.stage, Measured: c.Measured(comp.stage), InTotal: comp.inTotal}
+		l := Line{Component: comp.name, Variant: comp.variant, Detail: comp.detail, Stage: comp.stage, Measured: c.Measured(comp.stage), InTotal: comp.inTotal}
 		for i, s := range scales {
 			k := comp.cost(s, shards[i])
 			l.Monthly = append(l.Monthly, k.usd)
