@@ -236,3 +236,35 @@ func bytesField(input any, name string) []byte {
 	}
 	return nil
 }
+
+// Since returns the counts of the window from before (an earlier Counts
+// of the same Usage) to c. The busiest-key fields stay c's.
+func (c UsageCounts) Since(before UsageCounts) UsageCounts {
+	sub := func(now, then map[string]float64) map[string]float64 {
+		out := maps.Clone(now)
+		for k, v := range then {
+			out[k] -= v
+		}
+		return out
+	}
+	out := c
+	out.Calls = maps.Clone(c.Calls)
+	for k, v := range before.Calls {
+		out.Calls[k] -= v
+	}
+	out.WRU, out.RRU = sub(c.WRU, before.WRU), sub(c.RRU, before.RRU)
+	out.KinesisRecords -= before.KinesisRecords
+	out.KinesisBytes -= before.KinesisBytes
+	out.KinesisBilledBytes -= before.KinesisBilledBytes
+	out.KinesisPutUnits -= before.KinesisPutUnits
+	out.KinesisGetRecords -= before.KinesisGetRecords
+	out.KinesisBytesRead -= before.KinesisBytesRead
+	out.CapacityReported -= before.CapacityReported
+	out.CapacitySized -= before.CapacitySized
+	out.StreamsGetRecords -= before.StreamsGetRecords
+	out.SQSRequests -= before.SQSRequests
+	out.SQSFIFORequests -= before.SQSFIFORequests
+	out.IoTPublishes -= before.IoTPublishes
+	out.IoTPublishUnits -= before.IoTPublishUnits
+	return out
+}

@@ -40,10 +40,10 @@ func TestUsageCountsBilledUnits(t *testing.T) {
 	ctx := context.Background()
 	u := NewUsage()
 	cfg := u.Config(testConfig(canned{
-		"PutItem":    `{}`,
-		"UpdateItem": `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":3}}`,
-		"Query":      `{"Items":[{"pk":{"S":"GW#a"},"v":{"S":"` + strings.Repeat("x", 5000) + `"}}],"Count":1}`,
-		"PutRecords": `{"FailedRecordCount":1,"Records":[{"SequenceNumber":"1","ShardId":"s"},{"ErrorCode":"ProvisionedThroughputExceededException"},{"SequenceNumber":"2","ShardId":"s"}]}`,
+		"PutItem":          `{}`,
+		"UpdateItem":       `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":3}}`,
+		"Query":            `{"Items":[{"pk":{"S":"GW#a"},"v":{"S":"` + strings.Repeat("x", 5000) + `"}}],"Count":1}`,
+		"PutRecords":       `{"FailedRecordCount":1,"Records":[{"SequenceNumber":"1","ShardId":"s"},{"ErrorCode":"ProvisionedThroughputExceededException"},{"SequenceNumber":"2","ShardId":"s"}]}`,
 		"SendMessageBatch": `{"Successful":[],"Failed":[]}`,
 	}))
 	ddb := dynamodb.NewFromConfig(cfg)

@@ -318,3 +318,31 @@ func (m *Meter) Counts() Metered {
 	}
 	return out
 }
+
+// sub returns t minus before.
+func (t Traffic) sub(before Traffic) Traffic {
+	return Traffic{
+		PublishesIn: t.PublishesIn - before.PublishesIn, PublishesOut: t.PublishesOut - before.PublishesOut,
+		PubAcksIn: t.PubAcksIn - before.PubAcksIn, PubAcksOut: t.PubAcksOut - before.PubAcksOut,
+		Connects: t.Connects - before.Connects, Subscribes: t.Subscribes - before.Subscribes,
+		Messages: t.Messages - before.Messages, Units: t.Units - before.Units, Bytes: t.Bytes - before.Bytes,
+	}
+}
+
+// Since returns the counts of the window from before (an earlier Counts
+// of the same Meter) to m: a run's steady state without its start-up.
+// The busiest-client and largest-message fields stay m's, over the whole
+// run.
+func (m Metered) Since(before Metered) Metered {
+	out := m
+	out.Classes = make(map[string]Traffic, len(m.Classes))
+	for k, v := range m.Classes {
+		out.Classes[k] = v.sub(before.Classes[k])
+	}
+	out.BasicIngest = m.BasicIngest.sub(before.BasicIngest)
+	out.HTTPSPublishes -= before.HTTPSPublishes
+	out.ConnectionSeconds -= before.ConnectionSeconds
+	out.Sessions -= before.Sessions
+	out.Reconnects -= before.Reconnects
+	return out
+}

@@ -101,20 +101,39 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 	}
 	rc.Log.Info("cost run", "gateways", rc.Gateways, "bowls", bowls, "acks by", ackedBy)
 
-	runCtx, cancel := context.WithTimeout(ctx, rc.Duration)
+	// The gateways connect and subscribe first; counting starts once all
+	// have, so that start-up (every CONNECT and SUBSCRIBE at once) is not
+	// scaled up as if it were the steady state.
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := time.Now()
-	var wg sync.WaitGroup
+	var wg, ready sync.WaitGroup
+	begin := make(chan struct{})
 	errs := make(chan error, rc.Gateways+1)
 	for _, gw := range env.Gateways {
 		wg.Add(1)
+		ready.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := gateway(runCtx, rc, env, gw); err != nil {
+			if err := gateway(runCtx, rc, env, gw, ready.Done, begin); err != nil {
 				errs <- fmt.Errorf("gateway %s: %w", gw, err)
+				cancel()
 			}
 		}()
 	}
+	ready.Wait()
+	m0, u0 := meter.Counts(), usage.Counts()
+	var r0 RuleCounts
+	var k0 ConsumerCounts
+	if rulesStage != nil {
+		r0 = rulesStage.Counts()
+	}
+	if consumerStage != nil {
+		k0 = consumerStage.Counts()
+	}
+	start := time.Now()
+	close(begin)
+	stopAt := time.AfterFunc(rc.Duration, cancel)
+	defer stopAt.Stop()
 	if consumerStage == nil {
 		wg.Add(1)
 		go func() {
@@ -124,8 +143,10 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 			}
 		}()
 	}
-	wg.Wait()
+	<-runCtx.Done()
 	elapsed := time.Since(start)
+	m1, u1 := meter.Counts(), usage.Counts()
+	wg.Wait()
 	close(errs)
 	var all []error
 	for err := range errs {
@@ -134,21 +155,21 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 	if err := errors.Join(all...); err != nil {
 		return pricing.Counts{}, err
 	}
-	// Sessions were closed by the gateways; take the counts once the
-	// broker saw them go.
-	time.Sleep(200 * time.Millisecond)
-
-	c := countsOf(meter.Counts(), usage.Counts(), rc.Speed, elapsed)
+	if ctx.Err() != nil {
+		return pricing.Counts{}, ctx.Err()
+	}
+	c := countsOf(m1.Since(m0), u1.Since(u0), rc.Speed, elapsed)
 	c.Gateways, c.Bowls, c.NotMeasured = rc.Gateways, bowls, notMeasured
 	if rulesStage != nil {
 		r := rulesStage.Counts()
-		c.RuleEvaluations, c.RuleUnits, c.RuleActions = r.Evaluations, r.Units, r.Actions
+		c.RuleEvaluations, c.RuleUnits, c.RuleActions = r.Evaluations-r0.Evaluations, r.Units-r0.Units, r.Actions-r0.Actions
 	}
 	if consumerStage != nil {
 		k := consumerStage.Counts()
-		c.LambdaInvocations = k.Invocations
-		c.LambdaGBSeconds = k.Handler.Seconds() * rc.Speed * float64(k.MemoryMB) / 1024
-		c.Acks = k.Acks
+		c.LambdaInvocations = k.Invocations - k0.Invocations
+		// Handler time is real time: the run's clock does not speed up the
+		// work a record takes.
+		c.LambdaGBSeconds = (k.Handler - k0.Handler).Seconds() * float64(k.MemoryMB) / 1024
 		c.RunShards = k.Shards
 	}
 	return c, nil
@@ -205,7 +226,11 @@ func ackClass(topic string) string {
 // gateway is one light simulated gateway: it connects, subscribes to its
 // ack topic and publishes one batch per BatchEvery on its Basic Ingest
 // topic at QoS 1, starting at a random offset so the fleet is not in step.
-func gateway(ctx context.Context, rc runConfig, env Env, gw string) error {
+// It calls ready once subscribed (or failed) and publishes nothing before
+// begin is closed.
+func gateway(ctx context.Context, rc runConfig, env Env, gw string, ready func(), begin <-chan struct{}) error {
+	once := sync.OnceFunc(ready)
+	defer once()
 	c := paho.NewClient(paho.NewClientOptions().AddBroker(env.BrokerURL).SetClientID(gw).
 		SetCleanSession(true).SetAutoReconnect(true).SetKeepAlive(5 * time.Minute))
 	if tok := c.Connect(); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
@@ -214,6 +239,12 @@ func gateway(ctx context.Context, rc runConfig, env Env, gw string) error {
 	defer c.Disconnect(250)
 	if tok := c.Subscribe(wire.AckTopic(env.Tenant, gw), rc.AckQoS, func(paho.Client, paho.Message) {}); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
 		return fmt.Errorf("subscribe: %v", tok.Error())
+	}
+	once()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-begin:
 	}
 	topic := wire.BasicIngestTopic(wire.RuleName(env.Names.Stack, wire.TelemetryRule), wire.Topic{Tenant: env.Tenant, Thing: gw, Kind: wire.KindBatch})
 	every := time.Duration(float64(rc.BatchEvery) / rc.Speed)
