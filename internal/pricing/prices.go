@@ -100,7 +100,7 @@ const (
 	PipesRequests         = "pipes.requests"
 	LambdaRequests        = "lambda.requests"
 	LambdaDurationARM     = "lambda.duration.arm64"
-	unverifiedTable       = "unverified: the stored copy of the page renders its us-east-1 price table as a template; the number is the one documented for us-east-1 elsewhere"
+	unverifiedTable       = "unverified: the page's us-east-1 table was not readable in the copies searched on 2026-12-01; the number is the long-standing us-east-1 list price, to be confirmed on the page"
 	unverifiedThirdParty  = "unverified: AWS's page table is not rendered in the copy read; third-party pages of 2025-2026 give the same number"
 	unverifiedFromExample = "unverified for us-east-1: the number is the source page's own worked example (Europe, Ireland), the region's row is a template in the copy read"
 )
