@@ -70,9 +70,10 @@ type UsageCounts struct {
 // counts nothing.
 //
 // DynamoDB reads and writes are sent with ReturnConsumedCapacity TOTAL
-// unless the caller asked for more, so that the response says what was
-// consumed; a response without it is sized from the request and response
-// items instead.
+// unless the caller asked for more (the input is changed in place, so a
+// caller must not share one input between goroutines), so that the
+// response says what was consumed; a response without it is sized from
+// the request and response items instead.
 type Usage struct {
 	mu     sync.Mutex
 	c      UsageCounts
@@ -242,6 +243,9 @@ func bytesField(input any, name string) []byte {
 func (c UsageCounts) Since(before UsageCounts) UsageCounts {
 	sub := func(now, then map[string]float64) map[string]float64 {
 		out := maps.Clone(now)
+		if out == nil {
+			out = map[string]float64{}
+		}
 		for k, v := range then {
 			out[k] -= v
 		}

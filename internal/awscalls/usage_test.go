@@ -109,3 +109,15 @@ func TestUsageCountsBilledUnits(t *testing.T) {
 		t.Errorf("nil Usage changed the config")
 	}
 }
+
+func TestUsageCountsSince(t *testing.T) {
+	before := UsageCounts{Calls: map[string]int64{"Kinesis.PutRecords": 2}, WRU: map[string]float64{"t": 3}, KinesisRecords: 10, SQSRequests: 1}
+	after := UsageCounts{Calls: map[string]int64{"Kinesis.PutRecords": 5}, WRU: map[string]float64{"t": 5, "u": 1}, KinesisRecords: 40, SQSRequests: 4, MaxKeyWRU: 2}
+	d := after.Since(before)
+	if d.Calls["Kinesis.PutRecords"] != 3 || d.WRU["t"] != 2 || d.WRU["u"] != 1 || d.KinesisRecords != 30 || d.SQSRequests != 3 || d.MaxKeyWRU != 2 {
+		t.Errorf("since = %+v; want 3 calls, WRU t:2 u:1, 30 records, 3 SQS requests, busiest key kept", d)
+	}
+	if before.WRU["t"] != 3 {
+		t.Errorf("Since changed its argument's map")
+	}
+}

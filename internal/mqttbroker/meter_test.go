@@ -106,3 +106,17 @@ func TestMeterCountsWhatAWSBills(t *testing.T) {
 		t.Errorf("connection seconds = %g; want > 0", m.ConnectionSeconds)
 	}
 }
+
+func TestMeteredSince(t *testing.T) {
+	before := mqttbroker.Metered{Classes: map[string]mqttbroker.Traffic{"": {Connects: 3, Messages: 5, Units: 5}},
+		BasicIngest: mqttbroker.Traffic{PublishesIn: 2}, ConnectionSeconds: 10, Sessions: 3, MaxConnections: 3}
+	after := mqttbroker.Metered{Classes: map[string]mqttbroker.Traffic{"": {Connects: 4, Messages: 9, Units: 10}, "ack": {PublishesOut: 2}},
+		BasicIngest: mqttbroker.Traffic{PublishesIn: 12}, ConnectionSeconds: 70, Sessions: 4, Reconnects: 1, MaxConnections: 3}
+	d := after.Since(before)
+	if c := d.Classes[""]; c.Connects != 1 || c.Messages != 4 || c.Units != 5 {
+		t.Errorf("class \"\" since = %+v; want 1 connect, 4 messages, 5 units", c)
+	}
+	if d.Classes["ack"].PublishesOut != 2 || d.BasicIngest.PublishesIn != 10 || d.ConnectionSeconds != 60 || d.Sessions != 1 || d.Reconnects != 1 || d.MaxConnections != 3 {
+		t.Errorf("since = %+v; want 2 acks out, 10 basic ingest, 60 s, 1 session, 1 reconnect, max connections kept", d)
+	}
+}
