@@ -113,3 +113,31 @@ func isInvalidAt(s string, i int) bool {
 	_, size := utf8.DecodeRuneInString(s[i:])
 	return size == 1
 }
+
+// MaxKindLen bounds a sample's kind in bytes.
+const MaxKindLen = 64
+
+// kindRule says what CheckKind accepts, for error messages.
+var kindRule = fmt.Sprintf("1-%d lowercase ASCII letters, digits or '_', starting with a letter", MaxKindLen)
+
+// CheckKind checks a sample's kind ("weight_g"): 1 to MaxKindLen bytes of
+// lowercase ASCII letters, digits and '_', the first a letter (the regular
+// expression ^[a-z][a-z0-9_]{0,63}$, the rule cloud/ingest applies to v1
+// telemetry).
+func CheckKind(field, s string) error {
+	switch {
+	case s == "":
+		return &FieldError{field, "is empty", kindRule}
+	case len(s) > MaxKindLen:
+		return &FieldError{field, fmt.Sprintf("is %d bytes long, more than %d", len(s), MaxKindLen), kindRule}
+	case s[0] < 'a' || s[0] > 'z':
+		return &FieldError{field, "must start with a lowercase letter", kindRule}
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return &FieldError{field, fmt.Sprintf("must not contain %q (at byte %d)", r, i), kindRule}
+		}
+	}
+	return nil
+}

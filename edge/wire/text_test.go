@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,21 @@ func TestCheckIdentAndText(t *testing.T) {
 	err := CheckTag("pet_tag", strings.Repeat("9", 3000))
 	if s := err.Error(); !strings.HasPrefix(s, "pet_tag ") || strings.Contains(s, strings.Repeat("9", 100)) {
 		t.Errorf("error %q; want it to name the field and not repeat the value", s)
+	}
+}
+
+// TestCheckKindIsIngestsRule holds CheckKind to the regular expression of
+// its comment on names at and around every boundary.
+func TestCheckKindIsIngestsRule(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	for _, s := range []string{"weight_g", "a", "a9_", "", "_a", "9a", "Weight", "weight-g", "wéight", "a b",
+		strings.Repeat("a", 64), strings.Repeat("a", 65), "temperature_c", "z", "a\x00"} {
+		err := CheckKind("kind", s)
+		if (err == nil) != re.MatchString(s) {
+			t.Errorf("CheckKind(%q) = %v; want valid %v", s, err, re.MatchString(s))
+		}
+		if err != nil && !errors.Is(err, ErrInvalidField) {
+			t.Errorf("CheckKind(%q) = %v; want it to match ErrInvalidField", s, err)
+		}
 	}
 }

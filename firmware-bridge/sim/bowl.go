@@ -14,7 +14,7 @@ import (
 
 // Physical constants of the model.
 const (
-	tempCoeffGPerC = 0.3              // load cell reading shift per degree C away from 22
+	tempCoeffGPerC = 0.3              // default Config.TempCoeffGPerC
 	approachDur    = 3 * time.Second  // pet steps up to the bowl before eating
 	leaveDur       = 2 * time.Second  // pet's weight leaves the bowl
 	tagRereadEvery = 45 * time.Second // the reader sees the tag again while the pet eats
@@ -204,7 +204,7 @@ func (b *Bowl) second(ctx context.Context) error {
 	var events []reading
 	for i := range samples {
 		evs, g := b.sample(dt)
-		samples[i] = int32(math.Round(g * 1000))
+		samples[i] = b.quantise(g)
 		events = append(events, evs...)
 	}
 	if err := b.emit(ctx, up(secStart), frame.WeightBatch{RateHz: uint16(rate), Milligrams: samples}); err != nil {
@@ -287,7 +287,7 @@ func (b *Bowl) sample(dt time.Duration) ([]reading, float64) {
 	}
 	b.thresholds(now)
 	b.drift += b.driftRate * dt.Seconds()
-	g := b.food + b.drift + tempCoeffGPerC*(b.temp-22) + force + b.rng.NormFloat64()*b.cfg.NoiseG
+	g := b.food + b.drift + b.cfg.TempCoeffGPerC*(b.temp-22) + force + b.rng.NormFloat64()*b.cfg.NoiseG
 	if b.glitchLeft > 0 {
 		b.glitchLeft--
 		g += b.glitchG
@@ -298,6 +298,15 @@ func (b *Bowl) sample(dt time.Duration) ([]reading, float64) {
 		b.record(Truth{Kind: KindGlitch, Start: b.wall(now), StartUptimeMS: now.Milliseconds(), Grams: round1(b.glitchG), LevelG: round1(b.food)})
 	}
 	return out, g
+}
+
+// quantise is the firmware's last step: the calibrated reading g, clipped
+// to the load cell's capacity and rounded to the reported resolution, in
+// milligrams.
+func (b *Bowl) quantise(g float64) int32 {
+	g = math.Max(-b.cfg.LoadCellG, math.Min(b.cfg.LoadCellG, g))
+	q := float64(b.cfg.ResolutionMg)
+	return int32(math.Round(g*1000/q) * q)
 }
 
 func (b *Bowl) begin(a activity, now time.Duration) []reading {

@@ -39,12 +39,26 @@ type Config struct {
 	// LowG and EmptyG are the food-low and empty thresholds in grams;
 	// defaults 60 and 5.
 	LowG, EmptyG float64
-	// NoiseG is the load cell's noise (standard deviation, grams);
-	// default 0.4.
+	// The load cell and its ADC, as the package doc's "Load-cell model"
+	// derives them.
+	//
+	// LoadCellG is the load cell's rated capacity in grams; default 5000
+	// (a 5 kg single-point kitchen-scale cell). The firmware clips a
+	// reading to ±LoadCellG.
+	LoadCellG float64
+	// ResolutionMg is the firmware's reported resolution: every reading is
+	// calibrated and rounded to a multiple of it, in milligrams; default
+	// 100 (0.1 g). 1 reports every milligram.
+	ResolutionMg int
+	// NoiseG is the white noise of one reading, rms grams, before rounding;
+	// default 0.1.
 	NoiseG float64
-	// DriftGPerHour bounds the load cell's drift rate (each bowl draws one
-	// in ±DriftGPerHour); default 0.5.
+	// DriftGPerHour bounds the load cell's zero drift rate (each bowl draws
+	// one in ±DriftGPerHour); default 0.5.
 	DriftGPerHour float64
+	// TempCoeffGPerC is the zero shift per degree Celsius away from 22 C;
+	// default 0.3.
+	TempCoeffGPerC float64
 	// GlitchesPerHour is the mean rate of single spikes; default 0.5.
 	GlitchesPerHour float64
 	// SkipRefillChance is the chance the evening refill is forgotten (the
@@ -102,8 +116,17 @@ func (c Config) withDefaults() Config {
 	if c.EmptyG == 0 {
 		c.EmptyG = 5
 	}
+	if c.LoadCellG == 0 {
+		c.LoadCellG = 5000
+	}
+	if c.ResolutionMg == 0 {
+		c.ResolutionMg = 100
+	}
 	if c.NoiseG == 0 {
-		c.NoiseG = 0.4
+		c.NoiseG = 0.1
+	}
+	if c.TempCoeffGPerC == 0 {
+		c.TempCoeffGPerC = tempCoeffGPerC
 	}
 	if c.DriftGPerHour == 0 {
 		c.DriftGPerHour = 0.5
@@ -136,8 +159,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %d pets per bowl outside 1..4", ErrConfig, c.PetsPerBowl)
 	case c.CapacityG <= c.LowG || c.LowG <= c.EmptyG || c.EmptyG < 0:
 		return fmt.Errorf("%w: want capacity %v > low %v > empty %v >= 0", ErrConfig, c.CapacityG, c.LowG, c.EmptyG)
-	case c.NoiseG < 0 || c.DriftGPerHour < 0 || c.GlitchesPerHour < 0:
-		return fmt.Errorf("%w: negative noise, drift or glitch rate", ErrConfig)
+	case c.NoiseG < 0 || c.DriftGPerHour < 0 || c.GlitchesPerHour < 0 || c.TempCoeffGPerC < 0:
+		return fmt.Errorf("%w: negative noise, drift, temperature coefficient or glitch rate", ErrConfig)
+	case c.LoadCellG < c.CapacityG:
+		return fmt.Errorf("%w: load cell of %v g below the bowl's capacity %v g", ErrConfig, c.LoadCellG, c.CapacityG)
+	case c.ResolutionMg < 1 || c.ResolutionMg > 10_000:
+		return fmt.Errorf("%w: resolution %d mg outside 1..10000", ErrConfig, c.ResolutionMg)
 	case c.SkipRefillChance < 0 || c.SkipRefillChance > 1:
 		return fmt.Errorf("%w: skip-refill chance %v outside 0..1", ErrConfig, c.SkipRefillChance)
 	}

@@ -11,8 +11,9 @@
 //     opened and food poured over 6-12 s; 1-4 pets, each with an FDX-B RFID
 //     tag, 3-5 meals a day, eating along a saturating curve
 //     grams·(1−e^(−t/τ)) with bites (τ 40-120 s per pet), pressing on the
-//     bowl while they eat, a tag read on arrival and every 45 s; Gaussian
-//     sensor noise, linear drift, a temperature coefficient, and glitch
+//     bowl while they eat, a tag read on arrival and every 45 s; the load
+//     cell (below) with white noise, linear drift, a temperature
+//     coefficient, rounding to the firmware's resolution, and glitch
 //     spikes of 80-600 g lasting 1-3 samples; temperature every minute,
 //     battery every ten minutes; faults on a schedule (Config.Faults) or on
 //     demand (Bowl.InjectFault).
@@ -27,6 +28,41 @@
 //
 // Everything is deterministic for a given Config (Seed included): the same
 // readings, the same ground truth.
+//
+// # Load-cell model
+//
+// A reading is what the firmware reports for the force on a kitchen-scale
+// load cell behind an HX711-class 24-bit ADC (firmware-bridge/PROTOCOL.md,
+// "Load-cell model", has the same numbers):
+//
+//	reading = round_q(clip(food + force + drift + tc·(T−22 °C) + noise + glitch))
+//
+// with these parts and defaults:
+//
+//   - Capacity (Config.LoadCellG, 5 kg): a single-point aluminium bar cell
+//     of 1.0 mV/V rated output, the common kitchen-scale part; the bowl
+//     (tared at calibration) and 400 g of food use a fraction of it. The
+//     firmware clips readings to ±capacity.
+//   - White noise (Config.NoiseG, 0.1 g rms per reading): the HX711's
+//     input-referred noise at gain 128 and 80 samples/s, the rate a 50 Hz
+//     stream needs, is 90 nV rms by its datasheet; a 1.0 mV/V cell excited
+//     at the HX711's regulated ~4.3 V gives 4.3 mV at 5 kg, 0.86 µV/g, so
+//     90 nV is 0.105 g. The cell's own thermal noise (a 1 kΩ bridge, about
+//     25 nV over the band) adds little. Noise is drawn before rounding.
+//   - Resolution (Config.ResolutionMg, 0.1 g): the firmware converts counts
+//     with its calibration factor and rounds to 0.1 g. One ADC count is
+//     about 0.003 g, far below the noise, so the rounding, not the ADC, sets
+//     the step; at 0.1 g the noise still moves a resting reading by a step
+//     or two, as on a real scale without a display filter.
+//   - Drift (Config.DriftGPerHour, ±0.5 g/h): each bowl draws a constant
+//     zero-drift rate; creep and zero return of an inexpensive cell stay
+//     within this, a pessimistic bound. Tare (frame.Tare) zeroes it.
+//   - Temperature (Config.TempCoeffGPerC, 0.3 g/°C): the zero's thermal
+//     coefficient of an inexpensive cell, about 0.06 % of capacity per
+//     10 °C, against a room temperature swinging ±2 °C over the day.
+//
+// Not modelled: the HX711's own offset drift (about 0.006 g/°C, negligible
+// beside the cell's), creep under load, hysteresis and vibration.
 //
 // # Ground truth
 //

@@ -25,6 +25,7 @@ const (
 	ruleBridge  = "firmware-bridge/ imports nothing else of ours"
 	ruleEdge    = "edge/ imports only edge/, firmware-bridge/ and the internal/ helpers that use the standard library only"
 	ruleWire    = "edge/wire is a leaf: standard library only"
+	ruleBatch   = "edge/wire/batch imports the standard library, edge/wire and " + cborModule + " only"
 	ruleEdgeAWS = "edge/ never links the AWS SDK"
 	ruleEngine  = "engine/ is a generic library: it imports engine/ and internal/ but internal/resources, internal/awsenv and internal/cli"
 	ruleBench   = "an engine bench imports engine/ and internal/ only"
@@ -36,6 +37,9 @@ const (
 	ruleRoot    = "cloud/app is the one composition root: no other cloud package builds an engine or an engine consumer, or resolves a queue URL"
 	ruleTypes   = "engine/ names no Bowline event type (they are cloud/catalog's)"
 )
+
+// cborModule is the one third-party module edge/wire/batch may import.
+const cborModule = "github.com/fxamacker/cbor/v2"
 
 // mains are the directories of the thin mains.
 var mains = []string{"cloud/cmd/bowline", "edge/cmd/bowline-edge", "deploy/cmd/package-edge"}
@@ -208,6 +212,12 @@ func (g graph) violations() []string {
 		from, _ := rel(p.ImportPath)
 		var edgeDep, cloudDep string
 		for _, imp := range p.Imports {
+			if under(from, "edge/wire/batch") {
+				if q, ok := g[imp]; (!ok || !q.Standard) && imp != module+"/edge/wire" && imp != cborModule {
+					bad(from, short(imp), ruleBatch)
+				}
+				continue
+			}
 			if under(from, "edge/wire") {
 				if q, ok := g[imp]; !ok || !q.Standard {
 					bad(from, imp, ruleWire)
@@ -453,6 +463,7 @@ func TestRules(t *testing.T) {
 		m("internal/tool"):             {ImportPath: m("internal/tool"), Name: "main"},
 		m("firmware-bridge/frame"):     {ImportPath: m("firmware-bridge/frame"), Name: "frame", Imports: []string{m("internal/backoff")}},
 		m("edge/wire"):                 {ImportPath: m("edge/wire"), Name: "wire", Imports: []string{"fmt", m("internal/backoff")}},
+		m("edge/wire/batch"):           {ImportPath: m("edge/wire/batch"), Name: "batch", Imports: []string{"fmt", m("edge/wire"), cborModule, "github.com/x448/float16", m("internal/backoff")}},
 		m("edge/forward"):              {ImportPath: m("edge/forward"), Name: "forward", Imports: []string{m("edge/wire"), m("internal/backoff"), m("internal/awsenv")}},
 		m("engine"):                    {ImportPath: m("engine"), Name: "engine", Imports: []string{m("internal/backoff"), m("internal/awsenv")}},
 		m("engine/bench/emit"):         {ImportPath: m("engine/bench/emit"), Name: "main", Imports: []string{m("engine"), m("internal/awsenv"), m("edge/wire")}},
@@ -464,6 +475,8 @@ func TestRules(t *testing.T) {
 	want := []string{
 		"firmware-bridge/frame imports internal/backoff: " + ruleBridge,
 		"edge/wire imports internal/backoff: " + ruleWire,
+		"edge/wire/batch imports github.com/x448/float16: " + ruleBatch,
+		"edge/wire/batch imports internal/backoff: " + ruleBatch,
 		"edge/forward imports github.com/aws/aws-sdk-go-v2: " + ruleEdgeAWS,
 		"edge/forward imports internal/awsenv: " + ruleEdgeAWS + " (it links github.com/aws/aws-sdk-go-v2)",
 		"edge/forward imports internal/awsenv: " + ruleEdge,
