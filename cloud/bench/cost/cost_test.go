@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/edge/wire/batch"
 	"github.com/bowline-iot/bowline/internal/awscalls"
 	"github.com/bowline-iot/bowline/internal/mqttbroker"
 	"github.com/bowline-iot/bowline/internal/pricing"
@@ -58,5 +59,25 @@ func TestDesignReportPrints(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestSourceEncodesAMinuteOfEveryBowl: a gateway's batch decodes to a
+// minute of samples of each of its bowls, seqs continuing across batches.
+func TestSourceEncodesAMinuteOfEveryBowl(t *testing.T) {
+	src := newSource("gw-1", []string{"gw-1:0", "gw-1:1"}, 10, 1, time.Unix(1_700_000_000, 0).UTC())
+	for i := range 2 {
+		payload, _, err := src.next(time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := batch.Decode(payload)
+		if err != nil {
+			t.Fatalf("Decode: %v", err)
+		}
+		if len(b.Things) != 2 || len(b.Things[0].Samples) != 600 || b.Things[1].Samples[0].Seq != uint64(1+600*i) {
+			t.Fatalf("batch %d: %d things, %d samples, first seq %d; want 2, 600, %d", i, len(b.Things), len(b.Things[0].Samples), b.Things[1].Samples[0].Seq, 1+600*i)
+		}
+		t.Logf("batch %d: 1,200 samples of two bowls at 10 Hz in %d bytes", i, len(payload))
 	}
 }

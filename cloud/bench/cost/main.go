@@ -44,7 +44,7 @@ func main() {
 	speed := fs.Float64("speed", 10, "run clock speed: batches and acks come this many times faster than real time")
 	batchEvery := fs.Duration("batch-every", time.Minute, "run time between a gateway's batches")
 	ackEvery := fs.Duration("ack-every", 10*time.Minute, "run time between a gateway's acknowledgements")
-	batchBytes := fs.Int("batch-bytes", 2560, "placeholder batch size in bytes (until edge/wire/batch lands)")
+	sampleHz := fs.Float64("sample-hz", 10, "each bowl's sample rate (weight_g); a batch carries every bowl's samples of its interval")
 	ackQoS := fs.Int("ack-qos", 0, "QoS of acknowledgements (1 adds a metered PUBACK per ack)")
 	kinesisMode := fs.String("kinesis", pricing.Provisioned, "Kinesis capacity mode in the total: provisioned or on-demand")
 	peak := fs.Float64("peak", 2, "peak-to-mean factor applied to rate quotas and shard sizing")
@@ -58,8 +58,8 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	if *gateways < 1 || *duration <= 0 || *speed <= 0 || *batchEvery <= 0 || *ackEvery <= 0 || *batchBytes < 1 || *ackQoS < 0 || *ackQoS > 1 {
-		fmt.Fprintln(os.Stderr, "bench cost: --gateways, --duration, --speed, --batch-every, --ack-every and --batch-bytes must be positive, --ack-qos 0 or 1")
+	if *gateways < 1 || *duration <= 0 || *speed <= 0 || *batchEvery <= 0 || *ackEvery <= 0 || *sampleHz <= 0 || *ackQoS < 0 || *ackQoS > 1 {
+		fmt.Fprintln(os.Stderr, "bench cost: --gateways, --duration, --speed, --batch-every, --ack-every and --sample-hz must be positive, --ack-qos 0 or 1")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -78,7 +78,7 @@ func main() {
 			Notes: []string{"costs from a formula do not count toward the goals: run without --design to measure"}}
 	} else {
 		rc := runConfig{Gateways: *gateways, BowlsPerGateway: 1.5, Duration: *duration, Speed: *speed,
-			BatchEvery: *batchEvery, AckEvery: *ackEvery, BatchBytes: *batchBytes, AckQoS: byte(*ackQoS), Log: log}
+			BatchEvery: *batchEvery, AckEvery: *ackEvery, SampleHz: *sampleHz, AckQoS: byte(*ackQoS), Log: log}
 		c, err := measure(ctx, rc)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench cost:", err)
@@ -87,7 +87,7 @@ func main() {
 		r = report{Source: "counted from a run", Counts: c,
 			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time (%v real at %gx); a batch per %v, an ack per %v at QoS %d",
 				c.Gateways, c.Bowls, c.Duration.Round(time.Second), duration.Round(time.Second), *speed, *batchEvery, *ackEvery, *ackQoS),
-			Notes: []string{fmt.Sprintf("batches are PLACEHOLDER payloads of %d bytes until edge/wire/batch lands (TODO integrator)", *batchBytes)}}
+			Notes: []string{fmt.Sprintf("batches are edge/wire/batch payloads of every bowl's weight_g at %g Hz; the largest was %d bytes", *sampleHz, c.MaxMessageBytes)}}
 		if consumerStage == nil {
 			r.Notes = append(r.Notes, "acks are published by the bench's placeholder acker until the consumer lands (TODO integrator)")
 		}

@@ -30,11 +30,11 @@ type runConfig struct {
 	// BatchEvery and AckEvery are in run time: one batch per gateway per
 	// BatchEvery, one acknowledgement per gateway per AckEvery.
 	BatchEvery, AckEvery time.Duration
-	// BatchBytes is the placeholder batch size; AckQoS the QoS acks are
+	// SampleHz is each bowl's sample rate; AckQoS the QoS acks are
 	// published and subscribed at.
-	BatchBytes int
-	AckQoS     byte
-	Log        *slog.Logger
+	SampleHz float64
+	AckQoS   byte
+	Log      *slog.Logger
 }
 
 const tenant = "bench"
@@ -249,6 +249,7 @@ func gateway(ctx context.Context, rc runConfig, env Env, gw string, ready func()
 	topic := wire.BasicIngestTopic(wire.RuleName(env.Names.Stack, wire.TelemetryRule), wire.Topic{Tenant: env.Tenant, Thing: gw, Kind: wire.KindBatch})
 	every := time.Duration(float64(rc.BatchEvery) / rc.Speed)
 	offset := time.Duration(randUint64() % uint64(every))
+	src := newSource(gw, env.Bowls[gw], rc.SampleHz, randUint64(), time.Now().UTC())
 	select {
 	case <-ctx.Done():
 		return nil
@@ -257,7 +258,11 @@ func gateway(ctx context.Context, rc runConfig, env Env, gw string, ready func()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
-		tok := c.Publish(topic, 1, false, placeholderBatch(rc.BatchBytes))
+		payload, _, err := src.next(rc.BatchEvery)
+		if err != nil {
+			return fmt.Errorf("encode batch: %w", err)
+		}
+		tok := c.Publish(topic, 1, false, payload)
 		if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
 			return fmt.Errorf("publish batch: %v", tok.Error())
 		}
@@ -267,18 +272,6 @@ func gateway(ctx context.Context, rc runConfig, env Env, gw string, ready func()
 		case <-tick.C:
 		}
 	}
-}
-
-// placeholderBatch is a batch-sized payload: format byte 0x02 and random
-// bytes, as incompressible as DEFLATE output. It is a PLACEHOLDER for the
-// encoded batch of edge/wire/batch.
-// TODO(integrator): once branch wire lands (batch.Encode), encode a
-// minute of samples of the gateway's bowls instead.
-func placeholderBatch(n int) []byte {
-	b := make([]byte, max(1, n))
-	_, _ = rand.Read(b)
-	b[0] = 0x02
-	return b
 }
 
 func randUint64() uint64 {
