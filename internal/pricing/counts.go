@@ -80,10 +80,12 @@ type Counts struct {
 	HTTPPublishes int64        `json:"http_publishes"`
 	AckMessaging  MessageCount `json:"ack_messaging"`
 
-	// At the rule stand-in.
+	// At the rule stand-in: rules triggered and actions executed, and the
+	// 5 KB units each is metered in.
 	RuleEvaluations int64 `json:"rule_evaluations"`
 	RuleUnits       int64 `json:"rule_units"`
 	RuleActions     int64 `json:"rule_actions"`
+	RuleActionUnits int64 `json:"rule_action_units"`
 
 	// Kinesis, from the recorded calls (awscalls.Usage). BilledBytes
 	// rounds each record up to 1 KB (on-demand data in); PutUnits are

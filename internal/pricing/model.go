@@ -276,9 +276,9 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 			k.addShare(IoTMessaging, float64(c.Messaging.Units)*s.gwMonth, float64(c.Messaging.Units+c.AckMessaging.Units)*s.gwMonth)
 			return k
 		}},
-		{name: CompRules, detail: "rules triggered (5 KB units) and actions", stage: StageRules, inTotal: true, cost: func(s scale, _ int) (k cost) {
+		{name: CompRules, detail: "rules triggered and actions executed, each in 5 KB units", stage: StageRules, inTotal: true, cost: func(s scale, _ int) (k cost) {
 			k.add(IoTRulesTriggered, float64(c.RuleUnits)*s.gwMonth)
-			k.add(IoTRulesActions, float64(c.RuleActions)*s.gwMonth)
+			k.add(IoTRulesActions, float64(c.RuleActionUnits)*s.gwMonth)
 			return k
 		}},
 		{name: CompAcks, detail: "HTTPS publish, delivery, PUBACK at QoS 1", stage: StageAcks, inTotal: true, cost: func(s scale, _ int) (k cost) {

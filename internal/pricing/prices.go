@@ -117,9 +117,9 @@ var Prices = []Price{
 	{ID: IoTRulesTriggered, Service: "AWS IoT Core", Item: "rules triggered", Unit: "rule (5 KB)", Per: 1e6,
 		Tiers: []Tier{{USD: 0.15}}, Source: srcIoT, ReadOn: ReadOn, Status: unverifiedTable,
 		Note: "a rule is metered per 5 KB of the message it processes"},
-	{ID: IoTRulesActions, Service: "AWS IoT Core", Item: "actions executed", Unit: "action", Per: 1e6,
+	{ID: IoTRulesActions, Service: "AWS IoT Core", Item: "actions executed", Unit: "action (5 KB)", Per: 1e6,
 		Tiers: []Tier{{USD: 0.15}}, Source: srcIoT, ReadOn: ReadOn, Status: unverifiedTable,
-		Note: "the error action counts only when it runs"},
+		Note: "metered in 5 KB units of the message the action sends, as the rule stand-in (cloud/rules) counts them; the error action counts only when it runs"},
 
 	{ID: KinesisShardHour, Service: "Kinesis Data Streams", Item: "provisioned shard hour", Unit: "shard-hour", Per: 1,
 		Tiers: []Tier{{USD: 0.015}}, Source: srcKinesis, ReadOn: ReadOn, Status: unverifiedThirdParty,

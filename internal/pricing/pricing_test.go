@@ -82,7 +82,7 @@ func fixed() Counts {
 		BasicIngest:      MessageCount{Messages: 60_000, Units: 60_000},
 		MaxConnPublishes: 66, MaxConnBytes: 66 * 3000, MaxConnSubscriptions: 1, MaxMessageBytes: 3000,
 		Acks: 6000, HTTPPublishes: 6000, PublishesOut: 6000, AckMessaging: MessageCount{Messages: 12_000, Units: 12_000},
-		RuleEvaluations: 60_000, RuleUnits: 60_000, RuleActions: 60_000,
+		RuleEvaluations: 60_000, RuleUnits: 60_000, RuleActions: 60_000, RuleActionUnits: 60_000,
 		KinesisRecords: 60_000, KinesisBytes: 60_000 * 3500, KinesisBilledBytes: 60_000 * 4096, KinesisPutUnits: 60_000,
 		KinesisBytesRead: 60_000 * 3500, KinesisGetRecords: 3600, RunShards: 1,
 		WRU: map[string]float64{"telemetry_state": 15_000}, MaxKeyWRU: 6,

@@ -65,6 +65,7 @@ func designCounts() pricing.Counts {
 		RuleEvaluations:      batches,
 		RuleUnits:            batches * ruleUnits,
 		RuleActions:          batches,
+		RuleActionUnits:      batches * mqttbroker.Units(designRecordBytes),
 		KinesisRecords:       batches,
 		KinesisBytes:         batches * record,
 		KinesisBilledBytes:   batches * ((record + 1023) / 1024 * 1024),

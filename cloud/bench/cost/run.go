@@ -162,7 +162,8 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 	c.Gateways, c.Bowls, c.NotMeasured = rc.Gateways, bowls, notMeasured
 	if rulesStage != nil {
 		r := rulesStage.Counts()
-		c.RuleEvaluations, c.RuleUnits, c.RuleActions = r.Evaluations-r0.Evaluations, r.Units-r0.Units, r.Actions-r0.Actions
+		c.RuleEvaluations, c.RuleUnits = r.Evaluations-r0.Evaluations, r.EvaluationUnits-r0.EvaluationUnits
+		c.RuleActions, c.RuleActionUnits = r.Actions-r0.Actions, r.ActionUnits-r0.ActionUnits
 	}
 	if consumerStage != nil {
 		k := consumerStage.Counts()

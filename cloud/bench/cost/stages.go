@@ -32,10 +32,10 @@ type Env struct {
 }
 
 // RuleCounts is what the rule stand-in counts: every message that
-// triggered a rule, the 5 KB units it is metered in, and every action
-// executed (the Kinesis put; the error action when it runs).
+// triggered a rule and every action executed (the Kinesis put; the error
+// action when it runs), each with the 5 KB units it is metered in.
 type RuleCounts struct {
-	Evaluations, Units, Actions int64
+	Evaluations, EvaluationUnits, Actions, ActionUnits int64
 }
 
 // Rules is the AWS IoT rules engine stand-in (branch rules): it takes the
@@ -77,11 +77,19 @@ type Consumer interface {
 
 // The stages the integrator wires (see wire.go); nil means not measured.
 var (
-	// TODO(integrator): set rulesStage when branch rules lands (the local
-	// rule stand-in), e.g. in wire.go: rulesStage = rules.NewStandIn(...).
+	// TODO(integrator): set rulesStage when branch rules lands: an adapter
+	// over cloud/rules.New(rules.Config{Broker: env.BrokerURL, ClientID:
+	// standInPrefix + "rules", ...}) built from env.AWS, running Run in a
+	// goroutine, waiting on Ready in Start, and summing Runner.Counts()
+	// over the rules into RuleCounts (Evaluations, EvaluationUnits,
+	// Actions, ActionUnits have the same meaning there).
 	rulesStage Rules
 	// TODO(integrator): set consumerStage when branches consumer and esm
-	// land (cloud/durable behind a local event source mapping).
+	// land: cloud/durable behind the local event source (cloud/eventsource,
+	// bowline consume), built from env.AWS so its Kinesis, DynamoDB and
+	// IoT data plane calls are counted, its acks published with a client
+	// id under httpsPrefix (or through the IoT data plane client), its
+	// handler time and invocations counted around the handler.
 	consumerStage Consumer
 )
 
