@@ -1,8 +1,10 @@
 package pricing
 
 import (
+	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +238,32 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}
 	if _, err := Run(fixed(), Model{Kinesis: "serverless"}); err == nil {
 		t.Errorf("Run(kinesis serverless) = nil error; want one")
+	}
+}
+
+// TestDocsListEveryPriceAndQuota keeps docs/cost.md's copy of the tables
+// in step with the Go tables: every id, with each price's first tier.
+func TestDocsListEveryPriceAndQuota(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "| `") {
+			id := strings.TrimPrefix(l, "| `")
+			rows[id[:strings.Index(id, "`")]] = l
+		}
+	}
+	for _, p := range Prices {
+		want := fmt.Sprintf("%g per %g", p.Tiers[0].USD, p.Per)
+		if !strings.Contains(rows[p.ID], want) || !strings.Contains(rows[p.ID], p.Source) {
+			t.Errorf("docs/cost.md row of price %s = %q; want %q and its source", p.ID, rows[p.ID], want)
+		}
+	}
+	for _, q := range Quotas {
+		if !strings.Contains(rows[q.ID], q.Source) {
+			t.Errorf("docs/cost.md has no row for quota %s with its source", q.ID)
+		}
 	}
 }
