@@ -27,7 +27,10 @@ const (
 	// PartRelay is what only the local relay does (checkpoints, the
 	// stream lookup, the queue URL); PartPipe(name) is what the pipe of
 	// that name does in AWS too (read the stream, send to the queue).
-	PartRelay       = "relay"
+	PartRelay = "relay"
+	// PartRules is the local stand-in for the AWS IoT topic rules
+	// (`bowline rules`): in AWS the rules engine makes its calls.
+	PartRules       = "rules"
 	PartRedrive     = "redrive"
 	PartDeadLetters = "dead-letters"
 	PartDevices     = "devices"

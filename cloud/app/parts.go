@@ -10,6 +10,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/reconcile"
@@ -189,6 +190,25 @@ func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 		cfg.Logger = a.Logger
 	}
 	return ingest.New(cfg)
+}
+
+// Rules builds the local stand-in for the AWS IoT topic rules
+// (cloud/rules): cfg gives the broker, identity and tuning; the stack, the
+// telemetry stream, the Kinesis and SQS clients and the rule-errors queue's
+// URL (the rules' error action) are filled from the App.
+func (a *App) Rules(ctx context.Context, cfg rules.Config) (*rules.Runner, error) {
+	a = a.Part(PartRules)
+	// Every rule acts on the same stream and error queue.
+	url, err := a.QueueURL(ctx, rules.Telemetry.ErrorQueue(a.Names))
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	cfg.Stack, cfg.Stream = a.Names.Stack, rules.Telemetry.Stream(a.Names)
+	cfg.Kinesis, cfg.SQS, cfg.ErrorQueueURL = a.Kinesis, a.SQS, url
+	if cfg.Logger == nil {
+		cfg.Logger = a.Logger
+	}
+	return rules.New(cfg)
 }
 
 // Devices is the device registry in the app table (thing -> tenant).

@@ -49,6 +49,13 @@ type ProducerConfig struct {
 	// between retries of failed or throttled records; defaults 50 ms, 5 s.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// MaxAttempts bounds the PutRecords calls that carry one record: a
+	// record still refused (or whose calls all failed) after that many is
+	// given up and its done callback gets ErrRetriesExhausted. Default 0:
+	// no bound, a record is retried until Close (ingest acknowledges only
+	// what Kinesis has, so it never gives up). The rules stand-in bounds it
+	// and sends what it gives up on to its error queue.
+	MaxAttempts int
 	// CallTimeout bounds one PutRecords call; default 15 s. After a
 	// timeout the next call gets twice as long, up to 8 times this; a
 	// clean call resets it.
@@ -108,6 +115,9 @@ func (c *ProducerConfig) Validate() error {
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 15 * time.Second
+	}
+	if c.MaxAttempts < 0 {
+		return fmt.Errorf("telemetry producer: MaxAttempts %d: want 0 (no bound) or more", c.MaxAttempts)
 	}
 	if c.Linger < 0 || c.MaxInFlight < 1 || c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase || c.CallTimeout < 0 {
 		return errors.New("telemetry producer: Linger, MaxInFlight, BackoffBase, BackoffMax and CallTimeout must be positive, BackoffMax >= BackoffBase")

@@ -7,6 +7,9 @@
 // Cloud ingest (cloud/ingest) puts one record per MQTT telemetry message and
 // acknowledges the message from the record's callback, so a message is
 // acknowledged only once its data is in the stream.
+// The topic rules' stand-in (cloud/rules) does the same, with
+// ProducerConfig.MaxAttempts set: a record still refused after that many
+// calls is handed back (ErrRetriesExhausted) for its error queue.
 //
 // # Caveats
 //

@@ -19,14 +19,16 @@ type record struct {
 	key  string
 	data []byte
 	done func(error)
+	last string // why Kinesis last refused it, for ErrRetriesExhausted
 }
 
 func (r *record) size() int { return len(r.key) + len(r.data) }
 
 // Producer batches records into PutRecords calls. Each record's done
 // callback is called exactly once: with nil when Kinesis accepted the record,
-// or with ErrClosed when the producer was closed first. Failed records and
-// throttled calls are retried until then, never dropped.
+// with ErrClosed when the producer was closed first, or, when
+// ProducerConfig.MaxAttempts bounds the attempts, with ErrRetriesExhausted.
+// Failed records and throttled calls are retried until then, never dropped.
 type Producer struct {
 	cfg    ProducerConfig
 	client KinesisAPI
@@ -221,6 +223,12 @@ func (p *Producer) send(batch []*record) {
 					p.cfg.Observer.RecordRetried("call_error")
 				}
 			}
+			for _, r := range batch {
+				r.last = err.Error()
+			}
+			if p.giveUp(batch, attempt) {
+				return
+			}
 			if p.work.Err() == nil {
 				p.cfg.Logger.Warn("kinesis put records failed; backing off", "stream", p.cfg.Stream, "records", len(batch), "attempt", attempt+1, "err", err)
 			}
@@ -234,6 +242,7 @@ func (p *Producer) send(batch []*record) {
 				continue
 			}
 			throttled = throttled || throttleCodes[aws.ToString(res.ErrorCode)]
+			batch[i].last = aws.ToString(res.ErrorCode) + ": " + aws.ToString(res.ErrorMessage)
 			failed = append(failed, batch[i])
 			if p.cfg.Observer != nil {
 				p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
@@ -243,9 +252,23 @@ func (p *Producer) send(batch []*record) {
 		if p.cfg.Observer != nil {
 			p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
 		}
-		if len(failed) == 0 {
+		if len(failed) == 0 || p.giveUp(failed, attempt) {
 			return
 		}
 		batch = failed
 	}
+}
+
+// giveUp tells the records of batch ErrRetriesExhausted, with the last
+// refusal, when attempt (from 0) was the last MaxAttempts allows each of
+// them: every record of a retried batch has been in every call since the
+// first.
+func (p *Producer) giveUp(batch []*record, attempt int) bool {
+	if p.cfg.MaxAttempts == 0 || attempt+1 < p.cfg.MaxAttempts {
+		return false
+	}
+	for _, r := range batch {
+		r.done(fmt.Errorf("%w (%d attempts; last: %s)", ErrRetriesExhausted, attempt+1, r.last))
+	}
+	return true
 }

@@ -168,3 +168,50 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxAttemptsGivesUp: with MaxAttempts set, a record Kinesis refuses
+// on every call gets ErrRetriesExhausted after exactly that many calls,
+// while records accepted on the way get nil; with MaxAttempts 0 the same
+// record is retried past it.
+func TestMaxAttemptsGivesUp(t *testing.T) {
+	for _, max := range []int{1, 3} {
+		fk := &fakeKinesis{}
+		fk.fail = func(call, i int) bool {
+			fk.mu.Lock()
+			defer fk.mu.Unlock()
+			return aws.ToString(fk.calls[call].Records[i].PartitionKey) == "k0"
+		}
+		p, err := NewProducer(fk, ProducerConfig{Stream: "s", Linger: time.Millisecond, MaxAttempts: max, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := newOutcomes(2)
+		// Record 0 (key k0) is refused every time; record 1 is accepted.
+		for i := range 2 {
+			if err := p.Put(context.Background(), fmt.Sprint("k", i), []byte("x"), o.done(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.all.Wait()
+		if err := p.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(o.err[0], ErrRetriesExhausted) {
+			t.Errorf("MaxAttempts %d: refused record done(%v); want ErrRetriesExhausted", max, o.err[0])
+		}
+		if o.ok[1] != 1 {
+			t.Errorf("MaxAttempts %d: accepted record done(nil) %d times; want 1", max, o.ok[1])
+		}
+		calls := 0
+		for _, c := range fk.calls {
+			for _, r := range c.Records {
+				if aws.ToString(r.PartitionKey) == "k0" {
+					calls++
+				}
+			}
+		}
+		if calls != max {
+			t.Errorf("MaxAttempts %d: refused record sent %d times; want %d", max, calls, max)
+		}
+	}
+}

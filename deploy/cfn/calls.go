@@ -36,9 +36,14 @@ var BowlineParts = map[string]PartRoles{
 	"devices":              {Roles: []string{"OperatorRole"}},
 	"verify-chain":         {Roles: []string{"OperatorRole"}},
 	"anchor":               {Roles: []string{"AnchorRole"}},
-	"relay":                {Reason: "only the local relay keeps checkpoints, looks up the stream and resolves the queue URL; an EventBridge Pipe keeps its own position and is configured with ARNs"},
-	"provision":            {Reason: "in AWS, CloudFormation creates the tables and queues (bowline provision serves the local stack and development accounts)"},
-	"dev":                  {Reason: "bowline dev's status line and background chain check run only locally"},
+	// In AWS the topic rules' Kinesis and SQS actions run as
+	// TelemetryRuleRole with kinesis:PutRecord; the stand-in batches with
+	// PutRecords and resolves the queue URL (TestRulesMatchSpec keeps the
+	// rule, its role and cloud/rules alike).
+	"rules":     {Reason: "the local stand-in for the topic rules batches with PutRecords and resolves the error queue's URL; in AWS the rules engine acts as TelemetryRuleRole (kinesis:PutRecord, sqs:SendMessage)"},
+	"relay":     {Reason: "only the local relay keeps checkpoints, looks up the stream and resolves the queue URL; an EventBridge Pipe keeps its own position and is configured with ARNs"},
+	"provision": {Reason: "in AWS, CloudFormation creates the tables and queues (bowline provision serves the local stack and development accounts)"},
+	"dev":       {Reason: "bowline dev's status line and background chain check run only locally"},
 }
 
 // DeniedCall is a recorded request a role does not allow.

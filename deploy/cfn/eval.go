@@ -11,7 +11,8 @@ import (
 type Env map[string]string
 
 // EvalString evaluates a string-valued expression: a literal, Ref, Fn::GetAtt,
-// Fn::Sub (with ${!x} escapes) or Fn::Join over those.
+// Fn::Sub (with ${!x} escapes) or Fn::Join over those (its list literal,
+// or an Fn::Split of one of them).
 func EvalString(v any, env Env) (string, error) {
 	switch x := v.(type) {
 	case string:
@@ -68,9 +69,9 @@ func EvalString(v any, env Env) (string, error) {
 			return "", fmt.Errorf("evaluate Fn::Join %v: %w", arg, ErrUnsupported)
 		}
 		sep, _ := l[0].(string)
-		items, ok := l[1].([]any)
-		if !ok {
-			return "", fmt.Errorf("evaluate Fn::Join of a computed list: %w", ErrUnsupported)
+		items, err := evalList(l[1], env)
+		if err != nil {
+			return "", err
 		}
 		out := make([]string, 0, len(items))
 		for _, it := range items {
@@ -83,6 +84,31 @@ func EvalString(v any, env Env) (string, error) {
 		return strings.Join(out, sep), nil
 	}
 	return "", fmt.Errorf("evaluate %s: %w", fn, ErrUnsupported)
+}
+
+// evalList evaluates a list: a literal, or Fn::Split [sep, string].
+func evalList(v any, env Env) ([]any, error) {
+	if l, ok := v.([]any); ok {
+		return l, nil
+	}
+	fn, arg, ok := intrinsicCall(v)
+	if !ok || fn != "Fn::Split" {
+		return nil, fmt.Errorf("evaluate a list computed by %s: %w", kind(v), ErrUnsupported)
+	}
+	l, _ := arg.([]any)
+	if len(l) != 2 {
+		return nil, fmt.Errorf("evaluate Fn::Split %v: %w", arg, ErrUnsupported)
+	}
+	sep, _ := l[0].(string)
+	s, err := EvalString(l[1], env)
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	for _, p := range strings.Split(s, sep) {
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // RefersTo reports whether v mentions resource (or parameter) name through

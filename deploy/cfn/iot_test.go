@@ -25,7 +25,7 @@ func iotPolicy(t *testing.T, logical string) *IoTPolicy {
 // operations: it may connect only as itself, publish only to its own
 // dt/bowline/t1/bowl-1/{telemetry,events,status} (retained only on status)
 // and to the telemetry and events of its bowls dt/bowline/t1/bowl-1:<bowl>/,
-// and listen only to its own cmd/ topics.
+// and listen only to its own acknowledgement topic.
 func TestGatewayPolicyConfinesThing(t *testing.T) {
 	p := iotPolicy(t, "GatewayIotPolicy")
 	bowl1 := IoTConnection{ClientID: "bowl-1", ThingName: "bowl-1", Attached: true, Attributes: map[string]string{"tenant": "t1"}}
@@ -58,13 +58,15 @@ func TestGatewayPolicyConfinesThing(t *testing.T) {
 		{bowl1, "iot:Publish", "topic/dt/bowline/+/+/telemetry", false},
 		{bowl1, "iot:Publish", "topic/cmd/bowline/t1/bowl-1/feed", false},
 		{bowl1, "iot:Publish", "topic/$aws/things/bowl-1/shadow/update", false},
-		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/feed", true},
-		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/+", true},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/ack", true},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/feed", false},
+		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-1/+", false},
 		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/#", false},
 		{bowl1, "iot:Subscribe", "topicfilter/cmd/bowline/t1/bowl-2/feed", false},
 		{bowl1, "iot:Subscribe", "topicfilter/dt/bowline/t1/bowl-2/events", false},
 		{bowl1, "iot:Subscribe", "topicfilter/#", false},
-		{bowl1, "iot:Receive", "topic/cmd/bowline/t1/bowl-1/feed", true},
+		{bowl1, "iot:Receive", "topic/cmd/bowline/t1/bowl-1/ack", true},
+		{bowl1, "iot:Receive", "topic/cmd/bowline/t1/bowl-1/feed", false},
 		{bowl1, "iot:Receive", "topic/cmd/bowline/t2/bowl-1/feed", false},
 		{bowl1, "iot:Receive", "topic/dt/bowline/t1/bowl-2/events", false},
 		// No tenant attribute: no data topic at all.

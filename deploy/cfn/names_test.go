@@ -8,9 +8,11 @@ import (
 )
 
 // stackEnv evaluates the template for stack prefix "prod" in a sample
-// account and region.
+// account and region. A Ref of a topic rule is its name (TestRulesMatchSpec
+// checks these against the rules' RuleName).
 var stackEnv = Env{
 	"StackPrefix": "prod", "AWS::Partition": "aws", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012",
+	"TelemetryTopicRule": "bowline_prod_telemetry", "TelemetryV1TopicRule": "bowline_prod_telemetry_v1",
 }
 
 // TestResourceNamesFollowResources: the tables, queues and stream are named
@@ -31,6 +33,8 @@ func TestResourceNamesFollowResources(t *testing.T) {
 		{"EventsDLQ", "QueueName", n.EventsDLQ()},
 		{"RecordChangesQueue", "QueueName", n.RecordChangesQueue()},
 		{"PipesDLQ", "QueueName", n.PipesDLQ()},
+		{"RuleErrorsQueue", "QueueName", n.RuleErrorsQueue()},
+		{"TelemetryStateTable", "TableName", n.TelemetryTable()},
 		{"TelemetryStream", "Name", n.TelemetryStream()},
 	} {
 		r, ok := tpl.Resources[tc.logical]

@@ -1,7 +1,10 @@
 // Package mqttbroker embeds a mochi-mqtt broker with the settings Bowline
 // relies on, so the local dev stack and the edge tests run the same one:
 // a single loopback listener (TCP, or TLS with a tls.Config), every client
-// allowed, and in-flight limits at the protocol maximum.
+// allowed, and in-flight limits at the protocol maximum. Clients may
+// publish to AWS IoT Basic Ingest topics ($aws/rules/<rule>/...) and
+// subscribe to them by name, as `bowline rules` does (mochi refuses client
+// publishes only under $SYS; TestBasicIngestTopics).
 //
 // # Caveats
 //

@@ -85,3 +85,47 @@ func TestStartOnBusyAddressFails(t *testing.T) {
 		t.Fatalf("Start on %s (in use) = nil error; want one", b.Addr())
 	}
 }
+
+// TestBasicIngestTopics: the embedded broker lets a client publish to an
+// AWS IoT Basic Ingest topic ($aws/rules/<rule>/...) and delivers it to a
+// subscription that names it, which is how `bowline rules` stands in for
+// the rules engine (docs/telemetry-path.md, "The rules"). mochi refuses
+// client publishes only under $SYS; no option or hook is needed. A '#' or
+// '+' first level matches no '$' topic (MQTT 3.1.1 4.7.2), so a catch-all
+// subscriber never sees these messages.
+func TestBasicIngestTopics(t *testing.T) {
+	b := start(t, mqttbroker.Config{Logger: testkit.Logger(t, slog.LevelWarn)})
+	topic := "$aws/rules/bowline_dev_telemetry/dt/bowline/t1/gw-1/batch"
+	got := make(chan string, 10)
+	subscribe := func(id, filter string) {
+		c := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID(id))
+		if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("connect: %v", tok.Error())
+		}
+		t.Cleanup(func() { c.Disconnect(100) })
+		tok := c.Subscribe(filter, 1, func(_ paho.Client, m paho.Message) { got <- filter + " " + m.Topic() })
+		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("subscribe %s: %v", filter, tok.Error())
+		}
+		if q := tok.(*paho.SubscribeToken).Result()[filter]; q != 1 {
+			t.Fatalf("subscribe %s granted %#x; want QoS 1", filter, q)
+		}
+	}
+	subscribe("rules", "$aws/rules/bowline_dev_telemetry/dt/bowline/+/+/batch")
+	subscribe("all", "#")
+	subscribe("plus", "+/rules/#")
+	publish(t, b.URL(), "gw-1", topic, "x")
+	select {
+	case m := <-got:
+		if want := "$aws/rules/bowline_dev_telemetry/dt/bowline/+/+/batch " + topic; m != want {
+			t.Fatalf("delivered %q; want %q", m, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the named subscription got nothing")
+	}
+	select {
+	case m := <-got:
+		t.Errorf("also delivered %q; a wildcard first level must not match a $ topic", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+}

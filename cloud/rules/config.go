@@ -1,0 +1,128 @@
+package rules
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/bowline-iot/bowline/cloud/telemetry"
+)
+
+// SQSAPI is the part of the SQS client the error action uses. It must be
+// safe for concurrent use; *sqs.Client is.
+type SQSAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ SQSAPI = (*sqs.Client)(nil)
+
+// Config configures a Runner. cloud/app's App.Rules fills the AWS fields.
+type Config struct {
+	// Broker is the MQTT broker URL (tcp://, ssl://). Required.
+	Broker string
+	// ClientID is the stand-in's MQTT client id, with a persistent
+	// session; default "bowline-rules-<stack>". Run one process per id.
+	ClientID string
+	// Username and Password, when set, authenticate to the broker.
+	Username, Password string
+	// TLS, when set, is the client's TLS configuration.
+	TLS *tls.Config
+	// Stack scopes the rule names (resources.Names.Stack). Required.
+	Stack string
+	// Rules are the rules to run; default All(). Leave TelemetryV1 out to
+	// run as a stack whose LegacyTelemetryV1 is "false".
+	Rules []Spec
+	// Kinesis and Stream are the action's stream. Required.
+	Kinesis telemetry.KinesisAPI
+	Stream  string
+	// Producer tunes the Kinesis producer; its Stream and Logger are
+	// filled from here. MaxAttempts defaults to 4 (a record refused four
+	// times goes to the error queue).
+	Producer telemetry.ProducerConfig
+	// SQS and ErrorQueueURL are the error action's queue
+	// (resources.Names.RuleErrorsQueue). Required.
+	SQS           SQSAPI
+	ErrorQueueURL string
+	// SendTimeout bounds one error-queue SendMessage; default 10 s.
+	SendTimeout time.Duration
+	// DrainTimeout bounds how long Run waits, on shutdown, for the records
+	// in progress; default 15 s. What is still unacknowledged then stays
+	// in the broker's session and is redelivered.
+	DrainTimeout time.Duration
+	// Now is the rules engine's clock (timestamp()); default time.Now.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Observer is told about every message (Metrics); default none. The
+	// Runner's Counts are kept either way.
+	Observer Observer
+}
+
+// DefaultMaxAttempts is the Producer's MaxAttempts unless Config sets it.
+const DefaultMaxAttempts = 4
+
+// Validate fills defaults and checks the configuration.
+func (c *Config) Validate() error {
+	var missing []string
+	for name, empty := range map[string]bool{
+		"Broker": c.Broker == "", "Stack": c.Stack == "", "Kinesis": c.Kinesis == nil,
+		"Stream": c.Stream == "", "SQS": c.SQS == nil, "ErrorQueueURL": c.ErrorQueueURL == "",
+	} {
+		if empty {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("rules: %v required", missing)
+	}
+	if c.ClientID == "" {
+		c.ClientID = "bowline-rules-" + c.Stack
+	}
+	if c.Rules == nil {
+		c.Rules = All()
+	}
+	if len(c.Rules) == 0 {
+		return errors.New("rules: no rule to run")
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Rules {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("rules: %w", err)
+		}
+		if seen[s.Base] {
+			return fmt.Errorf("rules: rule %s given twice", s.Base)
+		}
+		seen[s.Base] = true
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = 10 * time.Second
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 15 * time.Second
+	}
+	if c.SendTimeout < 0 || c.DrainTimeout < 0 {
+		return errors.New("rules: SendTimeout and DrainTimeout must be positive")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Producer.Stream = c.Stream
+	if c.Producer.Logger == nil {
+		c.Producer.Logger = c.Logger
+	}
+	if c.Producer.MaxAttempts == 0 {
+		c.Producer.MaxAttempts = DefaultMaxAttempts
+	}
+	if err := c.Producer.Validate(); err != nil {
+		return fmt.Errorf("rules: %w", err)
+	}
+	return nil
+}

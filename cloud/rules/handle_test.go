@@ -1,0 +1,150 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bowline-iot/bowline/cloud/telemetry"
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/internal/testkit"
+)
+
+// memKinesis accepts every record and keeps it.
+type memKinesis struct {
+	mu   sync.Mutex
+	recs []ktypes.PutRecordsRequestEntry
+}
+
+func (m *memKinesis) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, in.Records...)
+	return &kinesis.PutRecordsOutput{Records: make([]ktypes.PutRecordsResultEntry, len(in.Records)), FailedRecordCount: aws.Int32(0)}, nil
+}
+
+// memSQS keeps every body sent.
+type memSQS struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (m *memSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bodies = append(m.bodies, aws.ToString(in.MessageBody))
+	return &sqs.SendMessageOutput{}, nil
+}
+
+func newTestRunner(t *testing.T, kin *memKinesis, q *memSQS, obs Observer) *Runner {
+	t.Helper()
+	r, err := New(Config{
+		Broker: "tcp://127.0.0.1:1", Stack: "dev", Kinesis: kin, Stream: "dev-bowline-telemetry",
+		SQS: q, ErrorQueueURL: "http://q/rule-errors", Observer: obs,
+		Now:      func() time.Time { return time.UnixMilli(1) },
+		Logger:   testkit.Logger(t, slog.LevelError),
+		Producer: telemetryConfig(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+func telemetryConfig() telemetry.ProducerConfig {
+	return telemetry.ProducerConfig{Linger: time.Millisecond, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
+}
+
+// TestHandleWithoutBroker: the rule of a Basic Ingest topic and of a v1
+// broker topic runs and is acknowledged once Kinesis has the record; a
+// record Kinesis could never take goes straight to the error queue; a topic
+// of no rule is acknowledged and dropped; counts and metrics agree.
+func TestHandleWithoutBroker(t *testing.T) {
+	kin, q := &memKinesis{}, &memSQS{}
+	reg := prometheus.NewRegistry()
+	r := newTestRunner(t, kin, q, NewMetrics(reg))
+	var mu sync.Mutex
+	acked := map[string]int{}
+	ack := func(topic string) func() {
+		return func() { mu.Lock(); acked[topic]++; mu.Unlock() }
+	}
+	batchTopic := wire.BasicIngestTopic(Telemetry.Name("dev"), wire.Topic{Tenant: "t1", Thing: "gw-1", Kind: wire.KindBatch})
+	v1Topic := wire.Topic{Tenant: "t1", Thing: "gw-1:kitchen", Kind: wire.KindTelemetry}.String()
+	huge := wire.BasicIngestTopic(Telemetry.Name("dev"), wire.Topic{Tenant: "t1", Thing: "gw-2", Kind: wire.KindBatch})
+	other := "dt/bowline/t1/gw-1/status"
+	big := []byte(strings.Repeat("x", 800<<10)) // 800 KiB: over 1 MiB once base64
+	for _, m := range []struct {
+		topic   string
+		payload []byte
+	}{{batchTopic, make([]byte, 6000)}, {v1Topic, []byte(`{"v":1}`)}, {huge, big}, {other, []byte("{}")}} {
+		if err := r.Handle(context.Background(), m.topic, m.payload, ack(m.topic)); err != nil {
+			t.Fatalf("Handle(%s): %v", m.topic, err)
+		}
+	}
+	testkit.WaitFor(t, "every message settled", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return acked[batchTopic] == 1 && acked[v1Topic] == 1 && acked[huge] == 1 && acked[other] == 1
+	})
+	kin.mu.Lock()
+	keys := []string{}
+	for _, rec := range kin.recs {
+		keys = append(keys, aws.ToString(rec.PartitionKey))
+	}
+	kin.mu.Unlock()
+	if len(keys) != 2 {
+		t.Errorf("Kinesis got records with keys %v; want gw-1 and gw-1:kitchen", keys)
+	}
+	q.mu.Lock()
+	if len(q.bodies) != 1 {
+		t.Fatalf("error queue got %d messages; want 1 (the record over 1 MiB)", len(q.bodies))
+	}
+	var em ErrorMessage
+	if err := json.Unmarshal([]byte(q.bodies[0]), &em); err != nil || em.Topic != huge || em.RuleName != "bowline_dev_telemetry" {
+		t.Errorf("error message %s (%v); want topic %s of bowline_dev_telemetry", q.bodies[0], err, huge)
+	}
+	q.mu.Unlock()
+	c := r.Counts()
+	if got := c[Telemetry.Base]; got.Evaluations != 2 || got.EvaluationUnits != 2+Units(len(big)) || got.Actions != 1 || got.ActionUnits != 2 || got.Errors != 1 {
+		t.Errorf("telemetry counts = %+v; want 2 evaluations (%d units), 1 action of 2 units, 1 error", got, 2+Units(len(big)))
+	}
+	if got := c[TelemetryV1.Base]; got.Evaluations != 1 || got.Actions != 1 || got.Errors != 0 {
+		t.Errorf("telemetry_v1 counts = %+v; want 1 evaluation, 1 action", got)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			got[key] = m.GetCounter().GetValue()
+		}
+	}
+	for key, want := range map[string]float64{
+		"bowline_rules_evaluations_total rule=telemetry":         2,
+		"bowline_rules_actions_total rule=telemetry_v1":          1,
+		"bowline_rules_action_units_total rule=telemetry":        2,
+		"bowline_rules_errors_total rule=telemetry stage=action": 1,
+		"bowline_rules_evaluation_units_total rule=telemetry_v1": 1,
+	} {
+		if got[key] != want {
+			t.Errorf("metric %s = %v; want %v", key, got[key], want)
+		}
+	}
+}
