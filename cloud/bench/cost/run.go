@@ -53,8 +53,12 @@ func bowlsOf(gw string, i int, perGateway float64) []string {
 // measure runs the simulated fleet on the local stack and returns what it
 // counted.
 func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
+	// Only what the wired stages use: DynamoDB Local is a JVM.
 	services := []localstack.Service{localstack.MQTT}
-	if rulesStage != nil || consumerStage != nil {
+	if rulesStage != nil {
+		services = append(services, localstack.Kinesis, localstack.SQS)
+	}
+	if consumerStage != nil {
 		services = localstack.AllServices
 	}
 	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: services, Logger: rc.Log}, "cost")

@@ -77,13 +77,8 @@ type Consumer interface {
 
 // The stages the integrator wires (see wire.go); nil means not measured.
 var (
-	// TODO(integrator): set rulesStage when branch rules lands: an adapter
-	// over cloud/rules.New(rules.Config{Broker: env.BrokerURL, ClientID:
-	// standInPrefix + "rules", ...}) built from env.AWS, running Run in a
-	// goroutine, waiting on Ready in Start, and summing Runner.Counts()
-	// over the rules into RuleCounts (Evaluations, EvaluationUnits,
-	// Actions, ActionUnits have the same meaning there).
-	rulesStage Rules
+	// rulesStage is cloud/rules' stand-in (rules.go), landed on main.
+	rulesStage Rules = new(ruleStandIn)
 	// TODO(integrator): set consumerStage when branches consumer and esm
 	// land: cloud/durable behind the local event source (cloud/eventsource,
 	// bowline consume), built from env.AWS so its Kinesis, DynamoDB and
