@@ -52,13 +52,13 @@ type Rules interface {
 }
 
 // ConsumerCounts is what the consumer counts of itself: batches handled
-// (Lambda invocations), the handler time they took, the memory the
-// function is configured with, and acknowledgements published.
+// (Lambda invocations), the handler time they took and the memory the
+// function is configured with. Its acknowledgements are counted where
+// they are published (the broker, the recorder).
 type ConsumerCounts struct {
 	Invocations int64
 	Handler     time.Duration
 	MemoryMB    int
-	Acks        int64
 	// Shards is the stream's shard count in the run.
 	Shards int
 }
@@ -75,7 +75,7 @@ type Consumer interface {
 	Close() error
 }
 
-// The stages the integrator wires (see wire.go); nil means not measured.
+// The stages the run drives; nil means not measured.
 var (
 	// rulesStage is cloud/rules' stand-in (rules.go), landed on main.
 	rulesStage Rules = new(ruleStandIn)
