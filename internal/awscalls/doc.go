@@ -19,6 +19,12 @@
 // ARNs (stream ARNs, Kinesis stream ARNs) are rewritten to them. A call that
 // names no resource (ListTables, ListQueues, ListStreams) records "*".
 //
+// Usage (usage.go, capacity.go) is the other recording: it counts every
+// call, not each distinct request, with what AWS bills for it (DynamoDB
+// request units by table and partition key, Kinesis records and PUT
+// payload units, SQS requests in 64 KB chunks, AWS IoT HTTPS publishes in
+// 5 KB units) for ./scripts/bench cost (docs/cost.md).
+//
 // # Caveats
 //
 // DynamoDB Streams and Kinesis GetRecords name only a shard iterator; the

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/bowline-iot/bowline/internal/pricing"
+	"github.com/bowline-iot/bowline/internal/resources"
+)
+
+// Env is what a stage runs against: the local stack, with every AWS call
+// of Config counted (awscalls.Usage) and the broker metered
+// (mqttbroker.Meter).
+type Env struct {
+	// BrokerURL is the embedded broker (tcp://127.0.0.1:port).
+	BrokerURL string
+	// AWS is the stack's config; clients built from it are counted.
+	AWS   aws.Config
+	Names resources.Names
+	// Tenant and Gateways are the simulated fleet's, Bowls the things of
+	// each gateway.
+	Tenant   string
+	Gateways []string
+	Bowls    map[string][]string
+	// Speed is how many times faster than real time the run's clock goes.
+	Speed float64
+	Log   *slog.Logger
+}
+
+// RuleCounts is what the rule stand-in counts: every message that
+// triggered a rule and every action executed (the Kinesis put; the error
+// action when it runs), each with the 5 KB units it is metered in.
+type RuleCounts struct {
+	Evaluations, EvaluationUnits, Actions, ActionUnits int64
+}
+
+// Rules is the AWS IoT rules engine stand-in (branch rules): it takes the
+// Basic Ingest publishes on $aws/rules/<rule>/... from the broker and puts
+// a Kinesis record per message, as cloud/rules.TelemetryRule does in AWS.
+// Its MQTT client id must satisfy IsStandIn, so that the meter does not
+// bill its connection or the deliveries to it.
+type Rules interface {
+	// Start runs the stand-in until Close; it returns once it subscribed.
+	Start(ctx context.Context, env Env) error
+	// Counts may be called at any time; it is safe for concurrent use.
+	Counts() RuleCounts
+	Close() error
+}
+
+// ConsumerCounts is what the consumer counts of itself: batches handled
+// (Lambda invocations), the handler time they took and the memory the
+// function is configured with. Its acknowledgements are counted where
+// they are published (the broker, the recorder).
+type ConsumerCounts struct {
+	Invocations int64
+	Handler     time.Duration
+	MemoryMB    int
+	// Shards is the stream's shard count in the run.
+	Shards int
+}
+
+// Consumer is the Kinesis consumer (branches consumer, esm; cloud/durable,
+// locally bowline consume): it reads the stream, writes its state and
+// rollups, and publishes acknowledgements. It publishes acks over HTTPS in
+// AWS; locally it publishes them on the broker with a client id that
+// satisfies IsHTTPSStandIn, or through the SDK's IoT data plane client
+// built from Env.AWS.
+type Consumer interface {
+	Start(ctx context.Context, env Env) error
+	Counts() ConsumerCounts
+	Close() error
+}
+
+// The stages the run drives; nil means not measured.
+var (
+	// rulesStage is cloud/rules' stand-in (rules.go), landed on main.
+	rulesStage Rules = new(ruleStandIn)
+	// TODO(integrator): set consumerStage when branches consumer and esm
+	// land: cloud/durable behind the local event source (cloud/eventsource,
+	// bowline consume), built from env.AWS so its Kinesis, DynamoDB and
+	// IoT data plane calls are counted, its acks published with a client
+	// id under httpsPrefix (or through the IoT data plane client), its
+	// handler time and invocations counted around the handler.
+	consumerStage Consumer
+)
+
+// Why each stage is not measured when it is not wired.
+var notWired = map[pricing.Stage]string{
+	pricing.StageRules:    "rules and Kinesis writes — land with the rule stand-in (branch rules)",
+	pricing.StageConsumer: "Kinesis reads, DynamoDB state and rollups, compute — land with cloud/durable (branches consumer, esm)",
+	pricing.StageQueues:   "SQS and Pipes — the telemetry path has none but the rule-errors queue, whose requests come with the rule stand-in",
+}
+
+// standInPrefix starts the client ids of local stand-ins for AWS
+// services, which AWS would not bill as connections.
+const standInPrefix = "aws-standin-"
+
+// httpsPrefix starts the client ids of local stand-ins for HTTPS
+// publishers.
+const httpsPrefix = "aws-https-"
+
+// IsStandIn reports whether id is a stand-in for an AWS service.
+func IsStandIn(id string) bool { return strings.HasPrefix(id, standInPrefix) }
+
+// IsHTTPSStandIn reports whether id stands in for an HTTPS publisher.
+func IsHTTPSStandIn(id string) bool { return strings.HasPrefix(id, httpsPrefix) }

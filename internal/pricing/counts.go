@@ -1,0 +1,143 @@
+package pricing
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Stage names a part of the path whose counts come from one place; a stage
+// a run could not measure is named in Counts.NotMeasured.
+type Stage string
+
+// The stages of the telemetry path.
+const (
+	// StageBroker: connections and MQTT messages, counted at the broker
+	// (internal/mqttbroker.Meter).
+	StageBroker Stage = "broker"
+	// StageRules: rule evaluations and actions and the Kinesis writes they
+	// make, counted at the rule stand-in.
+	StageRules Stage = "rules"
+	// StageConsumer: Kinesis reads, DynamoDB state and rollups, compute,
+	// counted from the consumer's AWS calls (internal/awscalls.Usage) and
+	// its measured time.
+	StageConsumer Stage = "consumer"
+	// StageAcks: acknowledgements published over HTTPS and delivered to
+	// gateways.
+	StageAcks Stage = "acks"
+	// StageQueues: SQS and EventBridge Pipes requests.
+	StageQueues Stage = "queues"
+)
+
+// MessageCount is a number of AWS IoT Core messages and the 5 KB units
+// they are metered as.
+type MessageCount struct {
+	Messages int64 `json:"messages"`
+	Units    int64 `json:"units"`
+}
+
+// Add returns m plus o.
+func (m MessageCount) Add(o MessageCount) MessageCount {
+	return MessageCount{m.Messages + o.Messages, m.Units + o.Units}
+}
+
+// Counts is what one run measured. Every field is a count taken where the
+// thing happens (the comments say where); nothing here is computed from
+// a formula. Estimate scales them.
+type Counts struct {
+	// Duration is how long the counted part of the run lasted.
+	Duration time.Duration `json:"duration"`
+	// Gateways and Bowls are the simulated fleet.
+	Gateways int `json:"gateways"`
+	Bowls    int `json:"bowls"`
+
+	// At the broker (mqttbroker.Meter), gateways' connections only.
+	ConnectionSeconds float64 `json:"connection_seconds"`
+	// Reconnects are sessions established by a client id already seen in
+	// the run (the first connect of each gateway is the run's start-up,
+	// not its steady state).
+	Reconnects     int64 `json:"reconnects"`
+	MaxConnections int64 `json:"max_connections"`
+	// Messaging is every metered message but acknowledgements: PUBLISH in
+	// and out, CONNECT, SUBSCRIBE, PUBACK received from a client.
+	Messaging MessageCount `json:"messaging"`
+	// BasicIngest is the publishes on $aws/rules/... topics: no messaging
+	// charge, but they trigger rules and count against their own quota.
+	BasicIngest  MessageCount `json:"basic_ingest"`
+	PublishesIn  int64        `json:"publishes_in"`
+	PublishesOut int64        `json:"publishes_out"`
+	// The busiest connection of the run: its publishes (in and out), its
+	// bytes (in and out) and its subscriptions; the largest message.
+	MaxConnPublishes     int64 `json:"max_conn_publishes"`
+	MaxConnBytes         int64 `json:"max_conn_bytes"`
+	MaxConnSubscriptions int64 `json:"max_conn_subscriptions"`
+	MaxMessageBytes      int64 `json:"max_message_bytes"`
+
+	// Acknowledgements: Acks published, HTTPPublishes of them over HTTPS
+	// (awscalls.Usage), AckMessaging their metered messages (the HTTPS
+	// request, the delivery to the gateway, the gateway's PUBACK at QoS 1).
+	Acks          int64        `json:"acks"`
+	HTTPPublishes int64        `json:"http_publishes"`
+	AckMessaging  MessageCount `json:"ack_messaging"`
+
+	// At the rule stand-in: rules triggered and actions executed, and the
+	// 5 KB units each is metered in.
+	RuleEvaluations int64 `json:"rule_evaluations"`
+	RuleUnits       int64 `json:"rule_units"`
+	RuleActions     int64 `json:"rule_actions"`
+	RuleActionUnits int64 `json:"rule_action_units"`
+
+	// Kinesis, from the recorded calls (awscalls.Usage). BilledBytes
+	// rounds each record up to 1 KB (on-demand data in); PutUnits are
+	// 25 KB payload units. RunShards is the run's stream's shard count.
+	KinesisRecords     int64 `json:"kinesis_records"`
+	KinesisBytes       int64 `json:"kinesis_bytes"`
+	KinesisBilledBytes int64 `json:"kinesis_billed_bytes"`
+	KinesisPutUnits    int64 `json:"kinesis_put_units"`
+	KinesisGetRecords  int64 `json:"kinesis_get_records"`
+	KinesisBytesRead   int64 `json:"kinesis_bytes_read"`
+	RunShards          int   `json:"run_shards"`
+
+	// DynamoDB request units by table, and the busiest partition key's.
+	WRU               map[string]float64 `json:"wru,omitempty"`
+	RRU               map[string]float64 `json:"rru,omitempty"`
+	MaxKeyWRU         float64            `json:"max_key_wru"`
+	MaxKeyRRU         float64            `json:"max_key_rru"`
+	StreamsGetRecords int64              `json:"streams_get_records"`
+
+	// SQS and Pipes requests in 64 KB chunks; Pipes the pipes on the path.
+	SQSRequests     int64 `json:"sqs_requests"`
+	SQSFIFORequests int64 `json:"sqs_fifo_requests"`
+	PipesRequests   int64 `json:"pipes_requests"`
+	Pipes           int   `json:"pipes"`
+
+	// Consumer compute: invocations (batches handled) and GB-seconds
+	// (measured handler time x configured memory).
+	LambdaInvocations int64   `json:"lambda_invocations"`
+	LambdaGBSeconds   float64 `json:"lambda_gb_seconds"`
+
+	// NotMeasured names the stages the run could not measure and why
+	// ("lands with cloud/durable").
+	NotMeasured map[Stage]string `json:"not_measured,omitempty"`
+}
+
+// Validate checks that the counts can be scaled.
+func (c Counts) Validate() error {
+	var errs []error
+	if c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("duration %v: want > 0", c.Duration))
+	}
+	if c.Gateways < 1 || c.Bowls < 1 {
+		errs = append(errs, fmt.Errorf("%d gateways, %d bowls: want at least one of each", c.Gateways, c.Bowls))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pricing: counts: %w", err)
+	}
+	return nil
+}
+
+// Measured reports whether stage was measured in the run.
+func (c Counts) Measured(s Stage) bool {
+	_, missing := c.NotMeasured[s]
+	return !missing
+}
