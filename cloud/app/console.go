@@ -22,10 +22,7 @@ type ConsoleOptions struct {
 	Calls  console.ProviderCalls
 	// SimClock is bowline dev's simulated clock, shown in the header.
 	SimClock func() time.Time
-	// TelemetryFromStart reads the telemetry stream from its oldest
-	// record instead of its newest.
-	TelemetryFromStart bool
-	// NoTelemetry: the console does not read the stream (console.Config).
+	// NoTelemetry: the console does not read the rollups (console.Config).
 	NoTelemetry bool
 	// Refresh and VerifyEvery: console.Config's; zero means its defaults.
 	Refresh, VerifyEvery time.Duration
@@ -63,7 +60,7 @@ func (a *App) Console(ctx context.Context, opts ConsoleOptions) (*console.Consol
 		Unsettled:     reconcile.InboxCheck{DB: a.DynamoDB, EventsTable: a.Names.EventsTable(), InboxTable: a.Names.InboxTable(), Subscriptions: a.Catalog.Subscriptions},
 		Subscriptions: a.Catalog.Subscriptions,
 		Queue:         a.SQS, QueueURLs: console.QueueURLs{Events: queue, DLQ: dlq, RecordChanges: rc},
-		Kinesis: a.Kinesis, TelemetryFromStart: opts.TelemetryFromStart, NoTelemetry: opts.NoTelemetry,
+		Rollups: a.DynamoDB, NoTelemetry: opts.NoTelemetry,
 		Gatherer: a.Registry, Agents: opts.Agents, Calls: opts.Calls, SimClock: opts.SimClock,
 		Refresh: opts.Refresh, VerifyEvery: opts.VerifyEvery, Logger: log,
 	})

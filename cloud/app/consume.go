@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bowline-iot/bowline/cloud/devices"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/eventsource"
 	"github.com/bowline-iot/bowline/cloud/iotdata"
+	"github.com/bowline-iot/bowline/engine/deadletter"
 )
 
 // EventSource builds the local stand-in of the telemetry stream's Lambda
@@ -45,19 +48,49 @@ func (a *App) IoTPublisher(endpoint string) (*iotdata.Publisher, error) {
 	return p, nil
 }
 
-// TelemetryHandler is the handler `bowline consume` runs, locally and in
-// Lambda.
-//
-// STUB until cloud/durable lands: it only logs each batch and succeeds,
-// acknowledging nothing. The integrator replaces its body with an adapter
-// of durable.Consumer.Handle (eventsource.Record and durable.Record have
-// the same fields; Result's first failed sequence number is failedFrom).
-func (a *App) TelemetryHandler() eventsource.Handler {
-	log := a.Logger.With("handler", "stub until cloud/durable lands")
+// TelemetryConsumer builds the telemetry stream's consumer
+// (cloud/durable) with its state table, the device registry behind a
+// cache, the dead-letter store, the engine (bowl.data_gap) and pub, which
+// publishes the acknowledgements. cfg gives the cadences and bounds
+// (start from durable.DefaultConfig); the dependencies are filled here.
+func (a *App) TelemetryConsumer(cfg durable.Config, pub durable.Publisher) (*durable.Consumer, error) {
+	p := a.Part(PartConsume)
+	reg, err := devices.New(p.DynamoDB, a.Names.AppTable(), cfg.Now)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry consumer: %w", err)
+	}
+	cache, err := devices.NewCache(reg, devices.CacheConfig{Now: cfg.Now})
+	if err != nil {
+		return nil, fmt.Errorf("telemetry consumer: %w", err)
+	}
+	letters, err := deadletter.New(p.DynamoDB, a.Names.DeadLettersTable(), cfg.Now)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry consumer: %w", err)
+	}
+	cfg.DB, cfg.Table, cfg.Devices, cfg.Letters = p.DynamoDB, a.Names.TelemetryTable(), cache, letters
+	cfg.Publisher, cfg.Emitter = pub, a.emitter()
+	if cfg.Logger == nil {
+		cfg.Logger = a.Logger.With("part", "consume")
+	}
+	return durable.New(cfg)
+}
+
+// TelemetryHandler adapts c to the event source's handler, the same
+// function `bowline consume` runs locally and in Lambda: the records pass
+// field for field, and the first record Handle asks to retry is where the
+// event source restarts.
+func TelemetryHandler(c *durable.Consumer) eventsource.Handler {
 	return func(ctx context.Context, recs []eventsource.Record) (string, error) {
-		if len(recs) > 0 {
-			log.Info("telemetry batch (not consumed: stub)", "shard", recs[0].ShardID, "records", len(recs),
-				"from_seq", recs[0].SequenceNumber, "to_seq", recs[len(recs)-1].SequenceNumber)
+		in := make([]durable.Record, len(recs))
+		for i, r := range recs {
+			in[i] = durable.Record{Data: r.Data, PartitionKey: r.PartitionKey, SequenceNumber: r.SequenceNumber, ShardID: r.ShardID, ArrivalTime: r.ArrivalTime}
+		}
+		res, err := c.Handle(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		if len(res.BatchItemFailures) > 0 {
+			return res.BatchItemFailures[0].ItemIdentifier, nil
 		}
 		return "", nil
 	}

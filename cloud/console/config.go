@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
@@ -79,13 +79,6 @@ type Queues interface {
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
-// Kinesis reads the telemetry stream (*kinesis.Client).
-type Kinesis interface {
-	ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
-	GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
-	GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
-}
-
 // ProviderCall is one call an external provider received (or, in
 // production, one call a provider reports): the console matches calls to
 // events by their Idempotency-Key, "<event id>:<subscription>".
@@ -143,14 +136,10 @@ type Config struct {
 	// Queue and QueueURLs give queue depths. Required.
 	Queue     Queues
 	QueueURLs QueueURLs
-	// Kinesis reads the telemetry stream. Required. TelemetryFromStart
-	// reads it from its oldest record (bowline dev: the stream is as old
-	// as the run); otherwise from the newest.
-	Kinesis            Kinesis
-	TelemetryFromStart bool
-	// NoTelemetry leaves the stream alone (the weight charts stay empty):
-	// for a test that reads the stream itself, since kinesis-local slows
-	// down with every reader of a large stream.
+	// Rollups reads the bowls' telemetry rollups from the telemetry_state
+	// table (cloud/durable.ReadRollups; a *dynamodb.Client). Required.
+	Rollups durable.RollupReader
+	// NoTelemetry leaves the rollups alone (the weight charts stay empty).
 	NoTelemetry bool
 	// Gatherer is this process's Prometheus registry: the pipeline's rates
 	// come from it. Default: no metrics (stages show "not in this process").
@@ -195,8 +184,8 @@ func (c *Config) Validate() error {
 		return missing("Redriver")
 	case c.Queue == nil || c.QueueURLs.Events == "" || c.QueueURLs.DLQ == "":
 		return missing("Queue and the events and DLQ URLs")
-	case c.Kinesis == nil:
-		return missing("Kinesis")
+	case c.Rollups == nil:
+		return missing("Rollups")
 	case len(c.Subscriptions) == 0:
 		return missing("Subscriptions")
 	case c.Refresh < 0 || c.VerifyEvery < 0 || c.SessionTTL < 0:
@@ -222,11 +211,11 @@ func (c *Config) Validate() error {
 
 // The engine's stores and the SDK clients satisfy the interfaces above.
 var (
-	_ DynamoDB    = (*dynamodb.Client)(nil)
-	_ Chains      = (*engine.Verifier)(nil)
-	_ DeadLetters = (*deadletter.Store)(nil)
-	_ Inbox       = (*inbox.Store)(nil)
-	_ Redriver    = (*redrive.Redriver)(nil)
-	_ Queues      = (*sqs.Client)(nil)
-	_ Kinesis     = (*kinesis.Client)(nil)
+	_ DynamoDB             = (*dynamodb.Client)(nil)
+	_ Chains               = (*engine.Verifier)(nil)
+	_ DeadLetters          = (*deadletter.Store)(nil)
+	_ Inbox                = (*inbox.Store)(nil)
+	_ Redriver             = (*redrive.Redriver)(nil)
+	_ Queues               = (*sqs.Client)(nil)
+	_ durable.RollupReader = (*dynamodb.Client)(nil)
 )

@@ -111,9 +111,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // chains, the telemetry stream, the agents, metrics and queues.
 func (c *Console) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	reader := &telemetryReader{kin: c.cfg.Kinesis, stream: c.cfg.Names.TelemetryStream(), fromStart: c.cfg.TelemetryFromStart, store: c.telemetry, log: c.logger}
+	reader := &rollupReader{db: c.cfg.Rollups, table: c.cfg.Names.TelemetryTable(), things: c.things, now: c.now, store: c.telemetry, log: c.logger}
 	if !c.cfg.NoTelemetry {
-		wg.Go(func() { _ = reader.run(ctx) })
+		wg.Go(func() { reader.run(ctx) })
 	}
 	wg.Go(func() {
 		every(ctx, c.cfg.Refresh, func(i int) {
@@ -405,4 +405,13 @@ func (c *Console) Stats() Stats {
 		}
 	}
 	return s
+}
+
+// now is the clock bowls' data is stamped with: the simulated clock under
+// `bowline dev`, else the wall clock.
+func (c *Console) now() time.Time {
+	if c.cfg.SimClock != nil {
+		return c.cfg.SimClock()
+	}
+	return time.Now()
 }

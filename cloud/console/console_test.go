@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
@@ -72,18 +72,6 @@ func (noQueue) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput,
 	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{}}, nil
 }
 
-type noKinesis struct{}
-
-func (noKinesis) ListShards(context.Context, *kinesis.ListShardsInput, ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
-	return &kinesis.ListShardsOutput{}, nil
-}
-func (noKinesis) GetShardIterator(context.Context, *kinesis.GetShardIteratorInput, ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
-	return nil, errors.New("no shards")
-}
-func (noKinesis) GetRecords(context.Context, *kinesis.GetRecordsInput, ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
-	return nil, errors.New("no shards")
-}
-
 const testToken = "ops-secret"
 
 func testConfig(red Redriver) Config {
@@ -91,8 +79,14 @@ func testConfig(red Redriver) Config {
 	return Config{
 		OpsToken: testToken, Names: names, DB: emptyDB{}, Chains: noChains{}, DeadLetters: noLetters{},
 		Inbox: noInbox{}, Redriver: red, Subscriptions: catalog.Bowline().Subscriptions,
-		Queue: noQueue{}, QueueURLs: QueueURLs{Events: "q", DLQ: "dlq"}, Kinesis: noKinesis{},
+		Queue: noQueue{}, QueueURLs: QueueURLs{Events: "q", DLQ: "dlq"}, Rollups: noRollups{},
 	}
+}
+
+type noRollups struct{}
+
+func (noRollups) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{}, nil
 }
 
 func newTestConsole(t *testing.T) (*Console, *countingRedriver) {
@@ -241,13 +235,13 @@ func TestEveryPageRendersEmpty(t *testing.T) {
 func TestWeightChartDrawsTheBuckets(t *testing.T) {
 	start := time.Date(2026, 1, 5, 7, 0, 0, 0, time.UTC)
 	var s series
-	s.seen = map[uint64]struct{}{}
-	for i := range 3600 {
-		s.add(start.Add(time.Duration(i)*time.Second), 300-float64(i)/60)
+	for i := range 60 {
+		w := 300 - float64(i)
+		s.set(durable.Point{At: start.Add(time.Duration(i) * time.Minute), Kind: weightKind, Count: 60, Min: w - 0.5, Max: w + 0.5, Mean: w, Last: w})
 	}
 	v := seriesView{Thing: "bowl-000", Buckets: s.buckets, Last: s.last}
-	if len(s.buckets) != 360 || s.samples != 3600 {
-		t.Fatalf("an hour of 1 Hz samples: %d buckets, %d samples; want 360, 3600", len(s.buckets), s.samples)
+	if len(s.buckets) != 60 || s.samples != 3600 {
+		t.Fatalf("an hour of rollup minutes of 60 samples: %d buckets, %d samples; want 60, 3600", len(s.buckets), s.samples)
 	}
 	svg := string(weightChart(v, start, start.Add(2*time.Hour), []chartMark{{Kind: "meal", From: start.Add(10 * time.Minute), To: start.Add(15 * time.Minute)}}, 1000, 300, false))
 	m := regexp.MustCompile(`data-points="(\d+)"`).FindStringSubmatch(svg)

@@ -2,9 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -12,18 +9,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/bowline-iot/bowline/cloud/durable"
 )
 
-// Telemetry resolution and retention in memory.
+// Telemetry resolution and retention in memory. The console reads the
+// per-bowl rollups the telemetry consumer writes (cloud/durable, one point
+// per bowl and minute), never the stream itself: no page competes with the
+// consumer for a shard's five reads a second (docs/telemetry-path.md).
 const (
-	bucketWidth  = 10 * time.Second
-	keepSeries   = 25 * time.Hour
-	weightKind   = "weight_g"
-	emptyPoll    = 500 * time.Millisecond // Kinesis allows 5 reads/s per shard
-	relistShards = 30 * time.Second
+	bucketWidth = time.Minute
+	keepSeries  = 25 * time.Hour
+	weightKind  = "weight_g"
+	// rollupPoll is the pause between two rounds of rollup reads, and
+	// rollupsPerRound bounds one round's queries: a console over a large
+	// fleet reads each bowl less often, never more than this many a round.
+	rollupPoll      = time.Second
+	rollupsPerRound = 50
 )
 
 // bucket aggregates the weight samples of one bucketWidth.
@@ -36,39 +37,38 @@ type bucket struct {
 
 func (b bucket) avg() float64 { return b.sum / float64(b.n) }
 
-// series is one thing's weight readings, downsampled.
+// series is one thing's weight readings, one bucket per rollup minute.
 type series struct {
 	tenant  string
 	buckets []bucket // ascending t
 	last    time.Time
 	value   float64 // the last sample's value
 	samples int64
-	// seen drops records Kinesis delivers twice (at-least-once), by the
-	// seq of their first sample.
-	seen    map[uint64]struct{}
-	maxSeen uint64
+	// polled is when its rollups were last read; next the minute they are
+	// read from next time.
+	polled time.Time
+	next   time.Time
 }
 
-func (s *series) add(t time.Time, v float64) {
-	k := t.Truncate(bucketWidth).Unix()
+// set stores the rollup point of one minute, replacing what an earlier
+// read of the same (still filling) minute gave.
+func (s *series) set(p durable.Point) {
+	k := p.At.Truncate(bucketWidth).Unix()
+	b := bucket{t: k, min: p.Min, max: p.Max, sum: p.Mean * float64(p.Count), n: int32(min(p.Count, math.MaxInt32))}
 	n := len(s.buckets)
-	i := n
-	if n == 0 || s.buckets[n-1].t < k {
-		s.buckets = append(s.buckets, bucket{t: k, min: v, max: v})
-		i = n
-	} else {
-		i = sort.Search(n, func(j int) bool { return s.buckets[j].t >= k })
-		if i == n || s.buckets[i].t != k {
-			s.buckets = slices.Insert(s.buckets, i, bucket{t: k, min: v, max: v})
-		}
+	i := sort.Search(n, func(j int) bool { return s.buckets[j].t >= k })
+	switch {
+	case i < n && s.buckets[i].t == k:
+		s.samples += int64(b.n) - int64(s.buckets[i].n)
+		s.buckets[i] = b
+	default:
+		s.buckets = slices.Insert(s.buckets, i, b)
+		s.samples += int64(b.n)
 	}
-	b := &s.buckets[i]
-	b.min, b.max = math.Min(b.min, v), math.Max(b.max, v)
-	b.sum += v
-	b.n++
-	s.samples++
-	if !t.Before(s.last) {
-		s.last, s.value = t, v
+	// A point's time is its minute's start; the newest minute gives the
+	// current value (its last sample).
+	if at := p.At.Add(bucketWidth - time.Millisecond); !at.Before(s.last) {
+		s.last, s.value = at, p.Last
 	}
 }
 
@@ -80,13 +80,6 @@ func (s *series) prune() {
 	i := sort.Search(len(s.buckets), func(j int) bool { return s.buckets[j].t >= cut })
 	if i > 0 {
 		s.buckets = slices.Delete(s.buckets, 0, i)
-	}
-	if len(s.seen) > 4096 {
-		for k := range s.seen {
-			if k+1_000_000 < s.maxSeen {
-				delete(s.seen, k)
-			}
-		}
 	}
 }
 
@@ -112,63 +105,64 @@ func newTelemetryStore() *telemetryStore {
 	return &telemetryStore{max: maxTelemetryThings, things: map[string]*series{}}
 }
 
-// telemetryRecord is ingest's Kinesis record (docs/contract.md, "Queues,
-// streams and pipes").
-type telemetryRecord struct {
-	Tenant     string    `json:"tenant"`
-	Thing      string    `json:"thing"`
-	Seq        uint64    `json:"seq"`
-	LastSeq    uint64    `json:"last_seq"`
-	ReceivedAt time.Time `json:"received_at"`
-	Samples    []struct {
-		T     time.Time `json:"t"`
-		Kind  string    `json:"kind"`
-		Value float64   `json:"value"`
-	} `json:"samples"`
-}
-
-// addRecords decodes and adds Kinesis records; it returns how many it
-// could not decode.
-func (ts *telemetryStore) addRecords(recs []ktypes.Record) int {
-	bad := 0
-	decoded := make([]telemetryRecord, 0, len(recs))
-	for _, r := range recs {
-		var tr telemetryRecord
-		if err := json.Unmarshal(r.Data, &tr); err != nil || tr.Thing == "" {
-			bad++
-			continue
-		}
-		decoded = append(decoded, tr)
-	}
+// addPoints adds thing's rollup points read at readAt.
+func (ts *telemetryStore) addPoints(thing, tenant string, pts []durable.Point, readAt time.Time) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	for _, tr := range decoded {
-		s := ts.things[tr.Thing]
-		if s == nil {
-			if len(ts.things) >= ts.max {
-				ts.evictStalest()
-			}
-			s = &series{tenant: tr.Tenant, seen: map[uint64]struct{}{}}
-			ts.things[tr.Thing] = s
-		}
-		if _, dup := s.seen[tr.Seq]; dup {
+	s := ts.series(thing, tenant)
+	s.polled = readAt
+	for _, p := range pts {
+		if p.Kind != weightKind || p.Count == 0 {
 			continue
 		}
-		s.seen[tr.Seq] = struct{}{}
-		s.maxSeen = max(s.maxSeen, tr.Seq)
-		for _, sm := range tr.Samples {
-			if sm.Kind == weightKind && !sm.T.IsZero() {
-				s.add(sm.T, sm.Value)
-			}
-		}
-		s.prune()
+		s.set(p)
 		ts.records++
-		if tr.ReceivedAt.After(ts.newest) {
-			ts.newest = tr.ReceivedAt
+		if p.At.After(ts.newest) {
+			ts.newest = p.At
+		}
+		// The newest minute may still be filling: read it again.
+		if p.At.After(s.next) {
+			s.next = p.At
 		}
 	}
-	ts.readAt = time.Now()
-	return bad
+	s.prune()
+	ts.readAt = readAt
+}
+
+// series returns thing's series, making room for a new one. ts.mu held.
+func (ts *telemetryStore) series(thing, tenant string) *series {
+	s := ts.things[thing]
+	if s == nil {
+		if len(ts.things) >= ts.max {
+			ts.evictStalest()
+		}
+		s = &series{tenant: tenant}
+		ts.things[thing] = s
+	}
+	return s
+}
+
+// due returns up to n of things, those read longest ago first, with the
+// minute each is to be read from (zero: never read).
+func (ts *telemetryStore) due(things map[string]string, n int) []pollTarget {
+	ts.mu.RLock()
+	out := make([]pollTarget, 0, len(things))
+	for th, tenant := range things {
+		pt := pollTarget{thing: th, tenant: tenant}
+		if s := ts.things[th]; s != nil {
+			pt.polled, pt.from = s.polled, s.next
+		}
+		out = append(out, pt)
+	}
+	ts.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].polled.Before(out[j].polled) })
+	return out[:min(n, len(out))]
+}
+
+// pollTarget is one bowl to read the rollups of.
+type pollTarget struct {
+	thing, tenant string
+	polled, from  time.Time
 }
 
 // evictStalest removes the thing whose newest sample is oldest (a scan:
@@ -231,119 +225,45 @@ func (ts *telemetryStore) status() (records int64, readAt, newest time.Time) {
 	return ts.records, ts.readAt, ts.newest
 }
 
-// telemetryReader follows every shard of the telemetry stream.
-type telemetryReader struct {
-	kin       Kinesis
-	stream    string
-	fromStart bool
-	store     *telemetryStore
-	log       *slog.Logger
+// rollupReader reads the bowls' rollups (cloud/durable.ReadRollups) into
+// the store, a bounded number of bowls a round, each from the minute it
+// last saw on.
+type rollupReader struct {
+	db     durable.RollupReader
+	table  string
+	things func() map[string]string
+	now    func() time.Time
+	store  *telemetryStore
+	log    *slog.Logger
 }
 
-// run reads until ctx ends, starting a reader per shard and looking for
-// new shards (resharding) now and then.
-func (r *telemetryReader) run(ctx context.Context) error {
-	started := map[string]bool{}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	t := time.NewTicker(relistShards)
-	defer t.Stop()
-	for first := true; ; first = false {
-		shards, err := r.listShards(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("console: list telemetry shards", "stream", r.stream, "err", err)
-		}
-		for _, sh := range shards {
-			id := aws.ToString(sh.ShardId)
-			if started[id] {
-				continue
-			}
-			started[id] = true
-			// A shard that appears later (a reshard's child) is read from
-			// its start.
-			fromStart := r.fromStart || !first
-			wg.Go(func() { r.readShard(ctx, id, fromStart) })
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-func (r *telemetryReader) listShards(ctx context.Context) ([]ktypes.Shard, error) {
-	var out []ktypes.Shard
-	in := &kinesis.ListShardsInput{StreamName: aws.String(r.stream)}
-	for {
-		page, err := r.kin.ListShards(ctx, in)
-		if err != nil {
-			return out, fmt.Errorf("list shards of %s: %w", r.stream, err)
-		}
-		out = append(out, page.Shards...)
-		if page.NextToken == nil {
-			return out, nil
-		}
-		in = &kinesis.ListShardsInput{NextToken: page.NextToken}
-	}
-}
-
-// readShard reads one shard until ctx ends or the shard closes.
-func (r *telemetryReader) readShard(ctx context.Context, shard string, fromStart bool) {
-	typ := ktypes.ShardIteratorTypeLatest
-	if fromStart {
-		typ = ktypes.ShardIteratorTypeTrimHorizon
-	}
-	var after string // the last sequence number read, to resume
-	iter := ""
+// run reads until ctx ends.
+func (r *rollupReader) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		if iter == "" {
-			in := &kinesis.GetShardIteratorInput{StreamName: aws.String(r.stream), ShardId: aws.String(shard), ShardIteratorType: typ}
-			if after != "" {
-				in.ShardIteratorType, in.StartingSequenceNumber = ktypes.ShardIteratorTypeAfterSequenceNumber, aws.String(after)
-			}
-			out, err := r.kin.GetShardIterator(ctx, in)
-			if err != nil {
-				r.pause(ctx, "get shard iterator", shard, err)
-				continue
-			}
-			iter = aws.ToString(out.ShardIterator)
+		r.round(ctx)
+		sleep(ctx, rollupPoll)
+	}
+}
+
+// round reads the rollups of the bowls read longest ago.
+func (r *rollupReader) round(ctx context.Context) {
+	now := r.now()
+	for _, pt := range r.store.due(r.things(), rollupsPerRound) {
+		from := pt.from
+		if from.IsZero() {
+			from = now.Add(-keepSeries)
 		}
-		out, err := r.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String(iter), Limit: aws.Int32(1000)})
+		// Rollups are stamped with the gateway's clock, which may run a
+		// little ahead of ours.
+		pts, err := durable.ReadRollups(ctx, r.db, r.table, pt.thing, from, now.Add(time.Hour))
 		if err != nil {
-			var expired *ktypes.ExpiredIteratorException
-			if errors.As(err, &expired) {
-				iter = ""
-				continue
+			if ctx.Err() == nil {
+				r.log.Warn("console: read rollups", "thing", pt.thing, "err", err)
 			}
-			r.pause(ctx, "get records", shard, err)
-			iter = ""
 			continue
 		}
-		if n := len(out.Records); n > 0 {
-			after = aws.ToString(out.Records[n-1].SequenceNumber)
-			if bad := r.store.addRecords(out.Records); bad > 0 {
-				r.log.Debug("console: undecodable telemetry records", "shard", shard, "count", bad)
-			}
-		} else {
-			r.store.addRecords(nil)
-		}
-		if out.NextShardIterator == nil {
-			return // the shard was closed by a reshard
-		}
-		iter = aws.ToString(out.NextShardIterator)
-		if len(out.Records) < 1000 {
-			sleep(ctx, emptyPoll)
-		}
+		r.store.addPoints(pt.thing, pt.tenant, pts, time.Now())
 	}
-}
-
-func (r *telemetryReader) pause(ctx context.Context, what, shard string, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	r.log.Warn("console: telemetry reader", "op", what, "stream", r.stream, "shard", shard, "err", err)
-	sleep(ctx, 2*time.Second)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -13,6 +13,7 @@ import (
 	"github.com/bowline-iot/bowline/edge/agent"
 	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/outbox"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/firmware-bridge/transport"
 )
@@ -23,11 +24,14 @@ const foreverSim = 100 * 365 * 24 * time.Hour
 
 // Bowl is one simulated bowl and its gateway agent.
 type Bowl struct {
-	// Device is the bowl's device id (bowl-000, ...); Thing its thing name,
-	// registered to Tenant.
-	Device string `json:"device"`
-	Thing  string `json:"thing"`
-	Tenant string `json:"tenant"`
+	// Device is the bowl's device id (bowl-000, ...); Gateway the name of
+	// the gateway it hangs off (gw-000, ...: one bowl per gateway here);
+	// Thing its thing name, <gateway>:<device> as a wire v2 batch requires
+	// (docs/telemetry-path.md, "Identity"), registered to Tenant.
+	Device  string `json:"device"`
+	Gateway string `json:"gateway"`
+	Thing   string `json:"thing"`
+	Tenant  string `json:"tenant"`
 	// Socket is the unix socket the bowl's MCU serves and its agent dials.
 	Socket string `json:"socket"`
 	// Outbox is the agent's bbolt file; StatusURL its status endpoint
@@ -49,9 +53,9 @@ func (b *Bowl) MCU() *sim.MCU { return b.bowl.MCU() }
 func planBowls(cfg *Config, dir string) []*Bowl {
 	out := make([]*Bowl, cfg.Bowls)
 	for i := range out {
-		dev := fmt.Sprintf("bowl-%03d", i)
+		dev, gw := fmt.Sprintf("bowl-%03d", i), fmt.Sprintf("gw-%03d", i)
 		out[i] = &Bowl{
-			Device: dev, Thing: dev, Tenant: cfg.Tenants[i%len(cfg.Tenants)],
+			Device: dev, Gateway: gw, Thing: gw + string(wire.ThingSeparator) + dev, Tenant: cfg.Tenants[i%len(cfg.Tenants)],
 			Socket: filepath.Join(dir, dev+".sock"),
 			Outbox: filepath.Join(dir, dev, "outbox.db"),
 		}
@@ -156,11 +160,13 @@ func (s *System) startAgent(b *Bowl) error {
 	a, err := agent.New(agent.Config{
 		Outbox: outbox.Config{Path: b.Outbox},
 		Forward: forward.Config{
-			Broker: s.stack.MQTTAddr, Tenant: b.Tenant, ClientID: "gw-" + b.Thing,
+			Broker: s.stack.MQTTAddr, Tenant: b.Tenant, ClientID: b.Gateway,
 			BackoffMin: 100 * time.Millisecond, BackoffMax: 2 * time.Second,
-			// Wire v1 until bowline dev runs the rule stand-in and the
-			// consumer that acknowledges v2 batches.
-			Wire: forward.WireV1,
+			// Wire v2 through the rule stand-in, on real-time intervals:
+			// a batch every BatchInterval, resent when no ack came within
+			// AckTimeout (the consumer acks every Config.AckEvery).
+			Wire: forward.WireV2, Rule: wire.RuleName(s.cfg.Names.Stack, wire.TelemetryRule),
+			BatchInterval: s.cfg.BatchInterval, AckTimeout: s.cfg.AckTimeout,
 		},
 		StatusAddr: "127.0.0.1:0",
 		Inputs:     []agent.Input{{Kind: agent.InputUnix, Path: b.Socket}},

@@ -22,14 +22,23 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultBowls      = 4
-	DefaultTenants    = 2
-	DefaultSpeed      = 1.0
-	DefaultRateHz     = 50
-	DefaultEvery      = 5 * time.Second
-	DefaultRingSize   = 256
-	DefaultRelayPoll  = 250 * time.Millisecond
-	DefaultPollers    = 2
+	DefaultBowls     = 4
+	DefaultTenants   = 2
+	DefaultSpeed     = 1.0
+	DefaultRateHz    = 50
+	DefaultEvery     = 5 * time.Second
+	DefaultRingSize  = 256
+	DefaultRelayPoll = 250 * time.Millisecond
+	DefaultPollers   = 2
+	// DefaultBatchInterval is how often each dev gateway sends its
+	// telemetry batch (a real gateway: once a minute), so the demo's
+	// charts move within seconds.
+	DefaultBatchInterval = 2 * time.Second
+	// DefaultAckEvery is the consumer's acknowledgement cadence here
+	// (AWS: 10 minutes), and DefaultAckTimeout the gateways' resend
+	// timeout, longer than a cadence plus the path's latency.
+	DefaultAckEvery   = 3 * time.Second
+	DefaultAckTimeout = 45 * time.Second
 	defaultFutureSkew = 5 * time.Minute
 	// fastFutureSkew is ingest's far-future bound when simulated time runs
 	// ahead of the wall clock with no end set.
@@ -105,6 +114,11 @@ type Config struct {
 	// 250ms. Pollers is the worker's receive loops; default 2.
 	RelayPoll time.Duration
 	Pollers   int
+	// BatchInterval, AckEvery and AckTimeout are the telemetry path's
+	// cadences on the wall clock: the gateways' batch interval, the
+	// consumer's acknowledgement cadence and the gateways' resend timeout;
+	// defaults DefaultBatchInterval, DefaultAckEvery, DefaultAckTimeout.
+	BatchInterval, AckEvery, AckTimeout time.Duration
 	// WrapHandler, when set, wraps every DURABLE and BEST_EFFORT handler
 	// (benchmarks time handler completion with it).
 	WrapHandler func(subscription string, h engine.Handler) engine.Handler
@@ -207,6 +221,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Pollers == 0 {
 		c.Pollers = DefaultPollers
+	}
+	if c.BatchInterval == 0 {
+		c.BatchInterval = DefaultBatchInterval
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = DefaultAckEvery
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = DefaultAckTimeout
+	}
+	if c.BatchInterval < 0 || c.AckEvery < 0 || c.AckTimeout <= c.AckEvery+c.BatchInterval {
+		return fmt.Errorf("%w: batch interval %v, ack every %v, ack timeout %v: want positive, and the timeout longer than a batch interval plus an ack cadence", ErrConfig, c.BatchInterval, c.AckEvery, c.AckTimeout)
 	}
 	if c.RelayPoll < 0 || c.Pollers < 0 {
 		return fmt.Errorf("%w: relay poll %v, pollers %d: must not be negative", ErrConfig, c.RelayPoll, c.Pollers)

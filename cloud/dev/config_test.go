@@ -98,7 +98,7 @@ func TestPlanBowlsRoundRobin(t *testing.T) {
 	for _, b := range planBowls(&c, "/d") {
 		got = append(got, b.Thing+"@"+b.Tenant+":"+b.Socket)
 	}
-	want := "bowl-000@a:/d/bowl-000.sock bowl-001@b:/d/bowl-001.sock bowl-002@a:/d/bowl-002.sock bowl-003@b:/d/bowl-003.sock bowl-004@a:/d/bowl-004.sock"
+	want := "gw-000:bowl-000@a:/d/bowl-000.sock gw-001:bowl-001@b:/d/bowl-001.sock gw-002:bowl-002@a:/d/bowl-002.sock gw-003:bowl-003@b:/d/bowl-003.sock gw-004:bowl-004@a:/d/bowl-004.sock"
 	if strings.Join(got, " ") != want {
 		t.Errorf("plan %q; want %q", strings.Join(got, " "), want)
 	}

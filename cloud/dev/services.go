@@ -10,8 +10,12 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/console"
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/eventsource"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/iotdata"
+	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/relay"
 	"github.com/bowline-iot/bowline/engine/worker"
@@ -45,6 +49,10 @@ func (s *System) startServices(ctx context.Context) error {
 		if _, err := registry.Register(ctx, b.Thing, b.Tenant); err != nil {
 			return fmt.Errorf("register thing %q to tenant %q: %w", b.Thing, b.Tenant, err)
 		}
+	}
+
+	if err := s.startTelemetryPath(ctx); err != nil {
+		return err
 	}
 
 	obs := []ingest.Observer{ingest.NewMetrics(reg), s.counters.ingest()}
@@ -123,7 +131,7 @@ func (s *System) startAPI(ctx context.Context) error {
 	}
 	con, err := a.Console(ctx, app.ConsoleOptions{
 		OpsToken: cfg.Settings.OpsToken, Agents: agents, Calls: fakeCalls{s.fakes.Set}, SimClock: s.SimNow,
-		TelemetryFromStart: true, NoTelemetry: cfg.ConsoleNoTelemetry, Refresh: cfg.ConsoleRefresh, Logger: log.With("part", "console"),
+		NoTelemetry: cfg.ConsoleNoTelemetry, Refresh: cfg.ConsoleRefresh, Logger: log.With("part", "console"),
 	})
 	if err != nil {
 		return err
@@ -169,4 +177,84 @@ func (f fakeCalls) ProviderCalls(context.Context) ([]console.ProviderCall, error
 		}
 	}
 	return out, nil
+}
+
+// startTelemetryPath starts what carries the gateways' telemetry batches
+// (docs/telemetry-path.md): the local IoT data plane endpoint the consumer
+// publishes acknowledgements to, the topic rules' stand-in (waited for
+// until it has subscribed, so no batch finds the broker without it), and
+// the telemetry consumer behind the event source stand-in.
+func (s *System) startTelemetryPath(ctx context.Context) error {
+	cfg, a := &s.cfg, s.app
+	log, reg := cfg.Logger, a.Registry
+
+	broker := s.stack.MQTTBroker()
+	if broker == nil {
+		return errors.New("telemetry path: the local stack has no embedded MQTT broker to publish acknowledgements on")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("iot data endpoint: %w", err)
+	}
+	s.iotURL = "http://" + ln.Addr().String()
+	isrv := &http.Server{Handler: &iotdata.LocalEndpoint{Broker: broker, Logger: log.With("part", "iot-data")}, ReadHeaderTimeout: 5 * time.Second}
+	s.run("iot data endpoint", func() error {
+		context.AfterFunc(s.runCtx, func() { _ = isrv.Close() })
+		if err := isrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("iot data endpoint: %w", err)
+		}
+		return nil
+	})
+
+	rr, err := a.Rules(ctx, rules.Config{
+		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-rules-" + cfg.Names.Stack,
+		// timestamp() is the receive time: simulated time, as the
+		// gateways stamp sent_at on the simulated clock (docs/clock.md).
+		Now: s.SimNow, Logger: log.With("part", "rules"), Observer: rules.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	s.rules = rr
+	rulesDone := s.run("rules", func() error { return rr.Run(s.runCtx) })
+	select {
+	case <-rr.Ready():
+	case <-rulesDone:
+		return fmt.Errorf("rule stand-in stopped before subscribing to %s: %w", s.stack.MQTTAddr, s.firstErr())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	pub, err := a.IoTPublisher(s.iotURL)
+	if err != nil {
+		return err
+	}
+	dc := durable.DefaultConfig()
+	dc.AckEvery, dc.RollupEvery = cfg.AckEvery, 0
+	dc.Observer, dc.Logger = durable.NewMetrics(reg), log.With("part", "consume")
+	consumer, err := a.TelemetryConsumer(dc, pub)
+	if err != nil {
+		return err
+	}
+	s.consumer = consumer
+	es, err := a.EventSource(ctx, app.TelemetryHandler(consumer), func(c *eventsource.Config) {
+		c.PollInterval, c.Logger = 250*time.Millisecond, log.With("part", "eventsource")
+	})
+	if err != nil {
+		return err
+	}
+	s.run("consume", func() error { return es.Run(s.runCtx) })
+	s.run("consume flush", func() error {
+		t := time.NewTicker(cfg.AckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.runCtx.Done():
+				return nil
+			case <-t.C:
+				consumer.Flush(s.runCtx)
+			}
+		}
+	})
+	return nil
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/console"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/fakes"
+	"github.com/bowline-iot/bowline/cloud/rules"
 )
 
 // Tuning of the in-process worker and consumers.
@@ -39,6 +41,9 @@ type System struct {
 	counters counters
 	chains   chainWatch
 	dlqURL   string
+	iotURL   string            // the local IoT data plane endpoint (acknowledgements)
+	rules    *rules.Runner     // the topic rules' stand-in
+	consumer *durable.Consumer // the telemetry stream's consumer
 	tempDir  string
 	simDone  chan struct{}
 

@@ -41,9 +41,9 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first provision: %v", err)
 	}
-	// Five tables (events, inbox, dead letters, app, anchors), four queues
-	// (events.fifo, its DLQ, record-changes, pipes-dlq) and the stream.
-	if got, want := len(first.Resources), 10; got != want {
+	// Every table and queue of the plan, and the stream.
+	plan := provision.PlanFor(n, provision.Options{})
+	if got, want := len(first.Resources), len(plan.Tables)+len(plan.Queues)+1; got != want {
 		t.Fatalf("first provision made %d resources; want %d: %+v", got, want, first.Resources)
 	}
 	for _, r := range first.Resources {

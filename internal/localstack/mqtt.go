@@ -23,3 +23,12 @@ func (s *Stack) Broker() *mqtt.Server {
 	}
 	return s.mqtt.Server()
 }
+
+// MQTTBroker returns the embedded broker itself (it publishes inline:
+// the local IoT data plane endpoint's Broker); nil when MQTT was not
+// started.
+func (s *Stack) MQTTBroker() *mqttbroker.Broker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mqtt
+}

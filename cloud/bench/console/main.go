@@ -32,13 +32,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/rules"
+	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/edge/wire/batch"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/latency"
@@ -122,7 +123,7 @@ func run(ctx context.Context, n int) (Result, error) {
 		return Result{}, err
 	}
 	token := "ops-" + randHex(8)
-	con, err := a.Console(ctx, app.ConsoleOptions{OpsToken: token, TelemetryFromStart: true, Logger: log})
+	con, err := a.Console(ctx, app.ConsoleOptions{OpsToken: token, Logger: log})
 	if err != nil {
 		return Result{}, err
 	}
@@ -209,6 +210,12 @@ func measure(ctx context.Context, hc *http.Client, u string, n int) (Page, error
 // and commerce events through the engine, dead letters. It returns how
 // many events it emitted.
 func seed(ctx context.Context, a *app.App, start time.Time) (int, error) {
+	dc := durable.DefaultConfig()
+	dc.RollupEvery = 0
+	consumer, err := a.TelemetryConsumer(dc, noAcks{})
+	if err != nil {
+		return 0, err
+	}
 	devs, err := a.Devices()
 	if err != nil {
 		return 0, err
@@ -242,8 +249,12 @@ func seed(ctx context.Context, a *app.App, start time.Time) (int, error) {
 		}
 		refills := []time.Time{start.Add(7 * time.Hour), start.Add(18*time.Hour + 30*time.Minute)}
 		level := 250.0
-		var recs []ktypes.PutRecordsRequestEntry
-		var samples []map[string]any
+		// A minute of 1 Hz samples per batch, through the rule's own
+		// transform into record format 2, handed to the telemetry consumer
+		// as the event source would: it writes the rollups the console
+		// reads.
+		var recs []durable.Record
+		var samples []batch.Sample
 		seq := uint64(1)
 		for s := 0; s < int(day/time.Second); s++ {
 			t := start.Add(time.Duration(s) * time.Second)
@@ -257,24 +268,32 @@ func seed(ctx context.Context, a *app.App, start time.Time) (int, error) {
 					level = math.Min(400, level+15)
 				}
 			}
-			samples = append(samples, map[string]any{"t": t.Format(time.RFC3339Nano), "kind": "weight_g", "value": math.Round((level+rng.NormFloat64()*0.4)*10) / 10})
+			samples = append(samples, batch.Sample{Seq: seq, At: t, Kind: "weight_g", Value: int64(math.Round((level + rng.NormFloat64()*0.1) * 10)), Scale: 1})
+			seq++
 			if len(samples) == perRecord {
-				data, _ := json.Marshal(map[string]any{"v": 1, "tenant": tenant, "thing": thing, "seq": seq, "last_seq": seq + perRecord - 1, "received_at": t, "samples": samples})
-				recs = append(recs, ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String(thing)})
-				seq += perRecord
+				payload, err := batch.Encode(batch.Batch{Outbox: "bench", SentAt: t, Things: []batch.Series{{Thing: thing, Samples: samples}}})
+				if err != nil {
+					return 0, err
+				}
+				topic := wire.BasicIngestTopic(wire.RuleName(a.Names.Stack, wire.TelemetryRule), wire.Topic{Tenant: tenant, Thing: thing, Kind: wire.KindBatch})
+				_, inner, _ := wire.SplitBasicIngest(topic)
+				data, key, err := rules.Telemetry.Evaluate(inner, payload, t)
+				if err != nil {
+					return 0, err
+				}
+				recs = append(recs, durable.Record{Data: data, PartitionKey: key, SequenceNumber: fmt.Sprintf("%020d", len(recs)), ShardID: "bench", ArrivalTime: t})
 				samples = nil
 			}
 		}
 		for len(recs) > 0 {
-			batch := recs[:min(500, len(recs))]
-			recs = recs[len(batch):]
-			out, err := a.Kinesis.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(a.Names.TelemetryStream()), Records: batch})
+			chunk := recs[:min(100, len(recs))]
+			recs = recs[len(chunk):]
+			res, err := consumer.Handle(ctx, chunk)
 			if err != nil {
-				return 0, fmt.Errorf("put telemetry: %w", err)
+				return 0, fmt.Errorf("consume telemetry: %w", err)
 			}
-			if aws.ToInt32(out.FailedRecordCount) > 0 {
-				recs = append(recs, batch...) // throttled: try the batch again
-				time.Sleep(200 * time.Millisecond)
+			if len(res.BatchItemFailures) > 0 {
+				return 0, fmt.Errorf("consume telemetry: %s failed", res.BatchItemFailures[0].ItemIdentifier)
 			}
 		}
 		for i, m := range meals {
@@ -319,3 +338,8 @@ func randHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// noAcks drops the consumer's acknowledgements: no gateway listens here.
+type noAcks struct{}
+
+func (noAcks) Publish(context.Context, string, []byte, int) error { return nil }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/eventsource"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
@@ -17,7 +19,14 @@ func runConsume(ctx context.Context, args []string) error { return consumeCmd(ct
 func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	spec := eventsource.TelemetryConsumer
 	fs := cli.NewFlags("bowline consume", "the telemetry consumer behind the Kinesis telemetry stream",
-		"bowline consume [--poll 1s] [--shard-refresh 5s] [--invoke-timeout 60s]\n\n"+
+		"bowline consume [--ack-every 10m] [--gap-grace 30m] [--rollup-every 10m] [--iot-endpoint URL]\n"+
+			"                [--poll 1s] [--shard-refresh 5s] [--invoke-timeout 60s]\n\n"+
+			"The handler is cloud/durable: it decodes each record (format 2: a binary batch or a v1\n"+
+			"message), checks every thing against the device registry and the record's tenant and\n"+
+			"gateway, tracks the seq spans each gateway has in the stream, publishes their\n"+
+			"acknowledgement to cmd/bowline/<tenant>/<gateway>/ack over the IoT data plane's HTTPS\n"+
+			"Publish, raises bowl.data_gap for a hole open past its grace and writes per-bowl rollups\n"+
+			"for the console (docs/telemetry-path.md).\n\n"+
 			"Locally, runs the stand-in of Lambda's Kinesis event source mapping (cloud/eventsource,\n"+
 			fmt.Sprintf("mapping %q: batches of up to %d records, %ds batching window, %d batches in flight\n", spec.Name, spec.BatchSize, spec.MaximumBatchingWindowInSeconds, spec.ParallelizationFactor)+
 			"per shard ordered per partition key, parents before children, bisect on error, partial\n"+
@@ -25,17 +34,23 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			"described on telemetry-consumer-dlq) with checkpoints in the inbox table (ESM# rows).\n"+
 			"Inside Lambda (AWS_LAMBDA_RUNTIME_API set) it serves the function instead: the mapping\n"+
 			"is AWS's, and the flags are ignored.\n\n"+
-			"The handler is a STUB until cloud/durable lands: it logs each batch and succeeds,\n"+
-			"so nothing is acknowledged yet.\n"+
 			"Environment: BOWLINE_STACK, AWS_ENDPOINT_URL_IOT_DATA_PLANE (acks) and the standard AWS SDK variables.")
 	poll := fs.Duration("poll", time.Second, "pause after an empty read of an open shard (at least 200ms: five reads per second per shard)")
 	refresh := fs.Duration("shard-refresh", 5*time.Second, "how often the shard list is read again to find child shards")
 	invokeTimeout := fs.Duration("invoke-timeout", 60*time.Second, "deadline of each handler call (the function's timeout in AWS)")
+	def := durable.DefaultConfig()
+	ackEvery := fs.Duration("ack-every", def.AckEvery, "shortest time between two acknowledgements to one gateway, and the longest it waits for one (gateways resend after their ack_timeout, which must be longer)")
+	gapGrace := fs.Duration("gap-grace", def.GapGrace, "how long, on the gateway's clock, a hole may stay open before bowl.data_gap is raised")
+	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "shortest time between two writes of one bowl's rollup (0: every batch)")
+	iotEndpoint := fs.String("iot-endpoint", "", "the IoT data plane endpoint acks are published to (default $AWS_ENDPOINT_URL_IOT_DATA_PLANE)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if *ackEvery <= 0 || *gapGrace <= 0 || *rollupEvery < 0 {
+		return fmt.Errorf("%w: --ack-every %v, --gap-grace %v, --rollup-every %v: want positive durations (--rollup-every may be 0)", cli.ErrUsage, *ackEvery, *gapGrace, *rollupEvery)
 	}
 	if *poll < 200*time.Millisecond || *refresh <= 0 || *invokeTimeout <= 0 {
 		return fmt.Errorf("%w: --poll %v, --shard-refresh %v, --invoke-timeout %v: want --poll >= 200ms and positive durations", cli.ErrUsage, *poll, *refresh, *invokeTimeout)
@@ -46,7 +61,18 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stack.Close()
-	handler := stack.TelemetryHandler()
+	pub, err := stack.IoTPublisher(*iotEndpoint)
+	if err != nil {
+		return err
+	}
+	cfg := def
+	cfg.AckEvery, cfg.GapGrace, cfg.RollupEvery = *ackEvery, *gapGrace, *rollupEvery
+	cfg.Observer = durable.NewMetrics(nil)
+	consumer, err := stack.TelemetryConsumer(cfg, pub)
+	if err != nil {
+		return err
+	}
+	handler := app.TelemetryHandler(consumer)
 	if os.Getenv(eventsource.RuntimeAPIEnv) != "" {
 		eventsource.StartLambda(handler) // returns only when the runtime ends the process
 		return nil
@@ -57,6 +83,27 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "bowline consume: %s on %s (stack %s; handler: stub until cloud/durable lands)\n", spec.Name, stack.Names.TelemetryStream(), stack.Names.Stack)
-	return r.Run(ctx)
+	fmt.Fprintf(stdout, "bowline consume: %s on %s (stack %s)\n", spec.Name, stack.Names.TelemetryStream(), stack.Names.Stack)
+	// A quiet gateway's due ack must not wait for its next record.
+	go flushEvery(ctx, consumer, *ackEvery/2)
+	err = r.Run(ctx)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	consumer.Flush(fctx)
+	return err
+}
+
+// flushEvery does the consumer's end-of-call work (due acks, state,
+// rollups) every d until ctx ends.
+func flushEvery(ctx context.Context, c *durable.Consumer, d time.Duration) {
+	t := time.NewTicker(max(d, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.Flush(ctx)
+		}
+	}
 }
