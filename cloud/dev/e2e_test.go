@@ -23,6 +23,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/bowline-iot/bowline/cloud/dev"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
@@ -511,25 +512,21 @@ func (f *streamFollower) add(recs []ktypes.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range recs {
-		var rec struct {
-			Thing   string            `json:"thing"`
-			Seq     uint64            `json:"seq"`
-			LastSeq uint64            `json:"last_seq"`
-			Samples []json.RawMessage `json:"samples"`
-		}
-		if err := json.Unmarshal(r.Data, &rec); err != nil {
+		// Record format 2, decoded as any reader of the stream would
+		// (docs/telemetry-path.md); duplicates collapse on (thing, seq)
+		// within the run's one outbox per gateway.
+		rec, err := durable.DecodeRecord(r.Data)
+		if err != nil {
 			f.bad = append(f.bad, fmt.Sprintf("record %s: %v", aws.ToString(r.SequenceNumber), err))
 			continue
 		}
-		if rec.LastSeq < rec.Seq || int(rec.LastSeq-rec.Seq)+1 != len(rec.Samples) {
-			f.bad = append(f.bad, fmt.Sprintf("record of %s seq %d..%d holds %d samples", rec.Thing, rec.Seq, rec.LastSeq, len(rec.Samples)))
-			continue
-		}
-		if f.seen[rec.Thing] == nil {
-			f.seen[rec.Thing] = map[uint64]bool{}
-		}
-		for s := rec.Seq; s <= rec.LastSeq; s++ {
-			f.seen[rec.Thing][s] = true
+		for _, ser := range rec.Things {
+			if f.seen[ser.Thing] == nil {
+				f.seen[ser.Thing] = map[uint64]bool{}
+			}
+			for _, sm := range ser.Samples {
+				f.seen[ser.Thing][sm.Seq] = true
+			}
 		}
 	}
 }

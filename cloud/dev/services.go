@@ -231,7 +231,7 @@ func (s *System) startTelemetryPath(ctx context.Context) error {
 	}
 	dc := durable.DefaultConfig()
 	dc.AckEvery, dc.RollupEvery = cfg.AckEvery, 0
-	dc.Observer, dc.Logger = durable.NewMetrics(reg), log.With("part", "consume")
+	dc.Observer, dc.Logger = s.counters.consumer(durable.NewMetrics(reg)), log.With("part", "consume")
 	consumer, err := a.TelemetryConsumer(dc, pub)
 	if err != nil {
 		return err

@@ -14,8 +14,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/bowline-iot/bowline/cloud/app"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/ingest"
-	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/worker"
 )
@@ -25,8 +25,8 @@ type Figures struct {
 	// At is the wall time of the figures; SimTime the bowls' clock then.
 	At      time.Time `json:"at"`
 	SimTime time.Time `json:"sim_time,omitzero"`
-	// Samples and TelemetryMessages reached Kinesis (ingest acknowledged
-	// them after PutRecords accepted their records).
+	// Samples and TelemetryMessages are the new samples and the records
+	// the telemetry consumer read from the stream.
 	Samples           int64 `json:"samples_to_kinesis"`
 	TelemetryMessages int64 `json:"telemetry_messages"`
 	// Emitted device events; Duplicates are MQTT redeliveries that emitted
@@ -67,12 +67,18 @@ type ingestCounter struct {
 func (i ingestCounter) Rejected(string, ingest.Reason) { i.c.rejected.Add(1) }
 func (i ingestCounter) Emitted(string)                 { i.c.emitted.Add(1) }
 func (i ingestCounter) Duplicate(string)               { i.c.duplicates.Add(1) }
-func (i ingestCounter) Acked(a ingest.Ack) {
-	if a.Kind == wire.KindTelemetry {
-		i.c.telemetry.Add(1)
-		i.c.samples.Add(int64(a.Samples))
-	}
+
+// consumer observes the telemetry consumer: its metrics, and the status
+// line's samples and records in the stream.
+func (c *counters) consumer(m *durable.Metrics) durable.Observer { return consumerCounter{m, c} }
+
+type consumerCounter struct {
+	*durable.Metrics
+	c *counters
 }
+
+func (o consumerCounter) Record(format string) { o.Metrics.Record(format); o.c.telemetry.Add(1) }
+func (o consumerCounter) Samples(n int)        { o.Metrics.Samples(n); o.c.samples.Add(int64(n)) }
 
 type workerCounter struct{ c *counters }
 
