@@ -293,7 +293,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			meal, ok = truth.firstMeal("bowl-000")
 			return ok
 		})
-		op.open(t, sys.ConsoleURL()+"bowls/bowl-000")
+		op.open(t, sys.ConsoleURL()+"bowls/gw-000:bowl-000")
 		// Detection timestamps the meal from the load cell; the truth is
 		// the simulator's: within 15 simulated minutes is the same meal.
 		lo, hi := meal.Start.Add(-15*time.Minute).UTC().Format(time.RFC3339), meal.End.Add(15*time.Minute).UTC().Format(time.RFC3339)
@@ -307,7 +307,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	})
 
 	t.Run("the weight chart has points from the stream", func(t *testing.T) {
-		op.open(t, sys.ConsoleURL()+"bowls/bowl-001?window=30m")
+		op.open(t, sys.ConsoleURL()+"bowls/gw-001:bowl-001?window=30m")
 		op.waitJS(t, "bowl-001's weight chart with points", waitLong, `+document.querySelector('svg.weight-chart')?.dataset.points > 10`)
 		label, err := js[string](op, `document.querySelector('svg.weight-chart').getAttribute('aria-label')`)
 		if err != nil || !strings.Contains(label, "points from the telemetry stream") {
@@ -387,7 +387,7 @@ func TestConsoleInABrowser(t *testing.T) {
 				op.open(t, sys.ConsoleURL()+s.path)
 				op.screenshot(t, dir, s.file, false)
 			}
-			op.open(t, sys.ConsoleURL()+"bowls/bowl-001?window=30m")
+			op.open(t, sys.ConsoleURL()+"bowls/gw-001:bowl-001?window=30m")
 			op.screenshot(t, dir, "bowl.png", true)
 			// One open dead letter to show: the notifier is down for one payment.
 			notify := sys.Fakes().Set.Notify

@@ -120,7 +120,9 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 	// has them all once the stream holds that many samples of the thing
 	// beside the thing's events in the log.
 	appended := map[string]int{}
+	thingOf := map[string]string{} // device id -> thing name
 	for _, b := range sys.Bowls() {
+		thingOf[b.Device] = b.Thing
 		all, err := metric(ctx, b.StatusURL+"/metrics", `bowline_edge_outbox_appended_total{lane="all"}`)
 		if err != nil {
 			t.Fatal(err)
@@ -202,7 +204,7 @@ func TestSimulatedDayEndToEnd(t *testing.T) {
 				continue
 			}
 			truthMeals++
-			if id, ok := matchMeal(tr, meals); ok {
+			if id, ok := matchMeal(tr, thingOf[tr.Device], meals); ok {
 				found++
 				if counted[id] != 1 {
 					t.Errorf("true meal of %s at %s (pet %s, %.1f g): event %s counted %d times; want 1", tr.Device, tr.Start.Format(time.RFC3339), tr.PetTag, tr.Grams, id, counted[id])
@@ -396,9 +398,10 @@ func intakeCounts(t *testing.T, ddb *dynamodb.Client, names resources.Names) map
 // be off by minutes of simulated time, and a pet's meals are hours apart.
 const matchWindow = 15 * time.Minute
 
-// matchMeal finds the detected meal of a true one: same bowl and pet, the
-// detected start within the true meal widened by matchWindow.
-func matchMeal(tr sim.Truth, meals map[string]meal) (string, bool) {
+// matchMeal finds the detected meal of a true one: same bowl (thing, the
+// name of tr.Device in the cloud) and pet, the detected start within the
+// true meal widened by matchWindow.
+func matchMeal(tr sim.Truth, thing string, meals map[string]meal) (string, bool) {
 	ids := make([]string, 0, len(meals))
 	for id := range meals {
 		ids = append(ids, id)
@@ -406,7 +409,7 @@ func matchMeal(tr sim.Truth, meals map[string]meal) (string, bool) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		m := meals[id]
-		if m.Thing != tr.Device || m.PetTag != tr.PetTag {
+		if m.Thing != thing || m.PetTag != tr.PetTag {
 			continue
 		}
 		if !m.StartedAt.Before(tr.Start.Add(-matchWindow)) && !m.StartedAt.After(tr.End.Add(matchWindow)) {
