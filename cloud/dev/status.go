@@ -15,7 +15,6 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/ingest"
-	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/worker"
 )
@@ -67,12 +66,6 @@ type ingestCounter struct {
 func (i ingestCounter) Rejected(string, ingest.Reason) { i.c.rejected.Add(1) }
 func (i ingestCounter) Emitted(string)                 { i.c.emitted.Add(1) }
 func (i ingestCounter) Duplicate(string)               { i.c.duplicates.Add(1) }
-func (i ingestCounter) Acked(a ingest.Ack) {
-	if a.Kind == wire.KindTelemetry {
-		i.c.telemetry.Add(1)
-		i.c.samples.Add(int64(a.Samples))
-	}
-}
 
 type workerCounter struct{ c *counters }
 
