@@ -36,7 +36,7 @@ const (
 	crashReadyLine = "ingest ready"
 	// Optional child settings (sessions_test.go): another broker, leased
 	// slots instead of a fixed client id, the lease TTL, gap timing, and
-	// an "acked <thing> <kind> <seq> <last_seq>" line on stdout per ack.
+	// an "acked <thing> <kind> <seq>" line on stdout per ack.
 	crashBrokerEnv   = "BOWLINE_INGEST_CRASH_BROKER"
 	crashSlotsEnv    = "BOWLINE_INGEST_CRASH_SLOTS"
 	crashLeaseEnv    = "BOWLINE_INGEST_CRASH_LEASE_TTL"
@@ -55,7 +55,7 @@ type ackPrinter struct {
 func (p *ackPrinter) Acked(a ingest.Ack) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Printf("%s%s %s %d %d\n", crashAckedPrefix, a.Thing, a.Kind, a.Seq, a.LastSeq)
+	fmt.Printf("%s%s %s %d\n", crashAckedPrefix, a.Thing, a.Kind, a.Seq)
 }
 
 // childConfig reads the child's ingest settings from the environment.

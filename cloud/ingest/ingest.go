@@ -329,7 +329,7 @@ func (in *Ingester) handleEvent(ctx context.Context, m message) error {
 		in.cfg.Observer.Emitted(ev.Type)
 	}
 	in.gaps.Record(func() {
-		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, LastSeq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
+		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
 		m.ack()
 	}, observation{laneKey{tp.Tenant, tp.Thing, LaneEvents}, ev.Seq, ev.Seq})
 	return nil

@@ -32,9 +32,8 @@ type Ack struct {
 	Kind string
 	// Tenant and Thing are the topic's; empty when it did not parse.
 	Tenant, Thing string
-	// Seq and LastSeq are the event's seq (both the same); zero for a
-	// rejected message.
-	Seq, LastSeq uint64
+	// Seq is the event's seq; zero for a rejected message.
+	Seq uint64
 	// SinceReceipt is the time since the message arrived; zero for a
 	// rejected message.
 	SinceReceipt time.Duration

@@ -14,7 +14,7 @@ func TestMetricsCountThroughObservers(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	var obs Observer = Observers(NopObserver{}, m)
-	obs.Acked(Ack{Kind: wire.KindEvents, Tenant: "t1", Thing: "b1", Seq: 5, LastSeq: 5, SinceReceipt: 3 * time.Millisecond, ClockFix: ClockAhead, ClockSkew: 10 * time.Minute})
+	obs.Acked(Ack{Kind: wire.KindEvents, Tenant: "t1", Thing: "b1", Seq: 5, SinceReceipt: 3 * time.Millisecond, ClockFix: ClockAhead, ClockSkew: 10 * time.Minute})
 	obs.Rejected(wire.KindEvents, ReasonTenantMismatch)
 	obs.Emitted("bowl.empty")
 	obs.GapRaised(LaneEvents)
