@@ -187,13 +187,13 @@ func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.S
 	})
 }
 
-// Ingest builds MQTT ingestion on the App's engine and clients; cfg gives
-// the broker, identity and tuning (its Names, DynamoDB, Kinesis and Emitter
-// are filled from the App).
+// Ingest builds MQTT ingestion of device events on the App's engine and
+// clients; cfg gives the broker, identity and tuning (its Names, DynamoDB
+// and Emitter are filled from the App).
 func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 	a = a.Part(PartIngest)
 	cfg.Names = a.Names
-	cfg.DynamoDB, cfg.Kinesis, cfg.Emitter = a.DynamoDB, a.Kinesis, a.emitter()
+	cfg.DynamoDB, cfg.Emitter = a.DynamoDB, a.emitter()
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger
 	}

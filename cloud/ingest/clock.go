@@ -58,16 +58,6 @@ func clockFix(sentAt, recv time.Time, lim Limits) ClockFix {
 // correct maps a time of the gateway's clock onto ingest's.
 func (f ClockFix) correct(t time.Time) time.Time { return t.Add(-f.Skew).UTC() }
 
-// correctTelemetry applies f to every sample of t.
-func (f ClockFix) correctTelemetry(t *wire.TelemetryMessage) {
-	if f.Reason == "" {
-		return
-	}
-	for i := range t.Samples {
-		t.Samples[i].T = f.correct(t.Samples[i].T)
-	}
-}
-
 // correctEvent applies f to e's time and to the timestamp fields of its
 // data (its type's schema says which; e was validated against it).
 func (f ClockFix) correctEvent(e *wire.EventMessage) error {

@@ -7,22 +7,24 @@ import (
 )
 
 // TestGatewayClockAheadIsCorrected: a gateway whose clock is 10 minutes
-// ahead (sent_at 12:10 for a message received at 12:00) keeps its data:
-// the sample is accepted, flagged "ahead" and moved back by 10 minutes.
-// Before sent_at, every message of such a gateway was rejected as
+// ahead (sent_at 12:10 for a message received at 12:00) keeps its event:
+// it is accepted, flagged "ahead" and moved back by 10 minutes. Before
+// sent_at, every message of such a gateway was rejected as
 // future_timestamp and acknowledged: its data was lost.
 func TestGatewayClockAheadIsCorrected(t *testing.T) {
-	raw := `{"v":1,"thing":"bowl-1","seq":5,"samples":[{"t":"2026-11-29T12:09:00Z","kind":"weight_g","value":410}],"sent_at":"2026-11-29T12:10:00Z"}`
-	m, fix, err := decodeTelemetry([]byte(raw), "bowl-1", testNow, testLimits)
+	raw := `{"v":1,"thing":"bowl-1","seq":5,"id":"refill-5","type":"bowl.refilled","at":"2026-11-29T12:09:00Z","data":{"grams_added":200,"level_g":450},"sent_at":"2026-11-29T12:10:00Z"}`
+	e, fix, err := decodeEvent([]byte(raw), "bowl-1", testNow, testLimits)
 	if err != nil {
-		t.Fatalf("decode a message of a gateway 10 min ahead: %v; want it accepted", err)
+		t.Fatalf("decode an event of a gateway 10 min ahead: %v; want it accepted", err)
 	}
 	if fix.Reason != ClockAhead || fix.Skew != 10*time.Minute {
 		t.Fatalf("clock fix = %+v; want ahead by 10m", fix)
 	}
-	fix.correctTelemetry(&m)
-	if got, want := m.Samples[0].T, testNow.Add(-time.Minute); !got.Equal(want) {
-		t.Fatalf("corrected sample time = %v; want %v", got, want)
+	if err := fix.correctEvent(&e); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.At, testNow.Add(-time.Minute); !got.Equal(want) {
+		t.Fatalf("corrected event time = %v; want %v", got, want)
 	}
 }
 

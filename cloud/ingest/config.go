@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bowline-iot/bowline/cloud/telemetry"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
@@ -70,33 +69,27 @@ type Config struct {
 	Username, Password string
 	TLS                *tls.Config
 
-	// Names selects the tables and stream. Required.
+	// Names selects the tables. Required.
 	Names resources.Names
-	// DynamoDB and Kinesis are the clients, and Emitter the process's one
-	// engine (cloud/app's App.Ingest fills all three). Required; the
-	// caller closes the engine after Run returns.
+	// DynamoDB is the client and Emitter the process's one engine
+	// (cloud/app's App.Ingest fills both). Required; the caller closes the
+	// engine after Run returns.
 	DynamoDB DynamoAPI
-	Kinesis  telemetry.KinesisAPI
 	Emitter  Emitter
-
-	// Producer tunes the Kinesis batching (Stream is filled from Names).
-	Producer telemetry.ProducerConfig
 
 	// MaxPayload bounds a message; default wire.MaxPayload (131072, AWS IoT
 	// Core's 128 KB).
 	MaxPayload int
-	// MaxSamples bounds the samples of one telemetry message; default 10000.
-	MaxSamples int
 	// MaxFutureSkew is how far after receipt a timestamp may lie; default 5 min.
 	MaxFutureSkew time.Duration
-	// GapGrace is how long a hole in a thing's seqs may stay open before
+	// GapGrace is how long a hole in a thing's event seqs may stay open before
 	// bowl.data_gap is raised; default 2 min.
 	GapGrace time.Duration
 	// GapFlushInterval is how often the lanes with holes are checked for
 	// gaps that are due; default 5 s. (Observed seqs are written before
 	// their messages are acknowledged, not on this interval.)
 	GapFlushInterval time.Duration
-	// GapMaxSpans bounds the spans kept per thing and lane: past it the
+	// GapMaxSpans bounds the spans kept per thing: past it the
 	// oldest holes are merged away (counted in the row, never raised), so
 	// a row stays far below DynamoDB's 400 KB item limit. Default 1000.
 	GapMaxSpans int
@@ -159,14 +152,11 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Names.Stack == "":
 		return errors.New("ingest: Names is required")
-	case c.DynamoDB == nil || c.Kinesis == nil || c.Emitter == nil:
-		return errors.New("ingest: DynamoDB, Kinesis and Emitter are required (cloud/app's App.Ingest gives them)")
+	case c.DynamoDB == nil || c.Emitter == nil:
+		return errors.New("ingest: DynamoDB and Emitter are required (cloud/app's App.Ingest gives them)")
 	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = wire.MaxPayload
-	}
-	if c.MaxSamples == 0 {
-		c.MaxSamples = 10000
 	}
 	if c.MaxFutureSkew == 0 {
 		c.MaxFutureSkew = 5 * time.Minute
@@ -189,7 +179,7 @@ func (c *Config) Validate() error {
 	if c.RetryMax == 0 {
 		c.RetryMax = 5 * time.Second
 	}
-	if c.MaxPayload < 0 || c.MaxSamples < 0 || c.MaxFutureSkew < 0 || c.GapGrace < 0 || c.GapFlushInterval < 0 || c.RegistryTTL < 0 || c.GapMaxSpans < 0 || c.DrainTimeout < 0 || c.RetryMax < 0 {
+	if c.MaxPayload < 0 || c.MaxFutureSkew < 0 || c.GapGrace < 0 || c.GapFlushInterval < 0 || c.RegistryTTL < 0 || c.GapMaxSpans < 0 || c.DrainTimeout < 0 || c.RetryMax < 0 {
 		return errors.New("ingest: sizes and durations must not be negative")
 	}
 	if err := c.Rejections.validate(); err != nil {
@@ -207,16 +197,9 @@ func (c *Config) Validate() error {
 	if c.ReceiveClock == nil {
 		c.ReceiveClock = c.Now
 	}
-	c.Producer.Stream = c.Names.TelemetryStream()
-	if c.Producer.Logger == nil {
-		c.Producer.Logger = c.Logger
-	}
-	if err := c.Producer.Validate(); err != nil {
-		return err
-	}
 	return checkCatalog()
 }
 
 func (c *Config) limits() Limits {
-	return Limits{MaxPayload: c.MaxPayload, MaxSamples: c.MaxSamples, MaxFutureSkew: c.MaxFutureSkew}
+	return Limits{MaxPayload: c.MaxPayload, MaxFutureSkew: c.MaxFutureSkew}
 }

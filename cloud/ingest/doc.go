@@ -1,16 +1,15 @@
-// Package ingest is Bowline's MQTT ingestion: it subscribes to the bowls'
-// data topics as a shared subscription ($share/<group>/dt/bowline/+/+/telemetry
-// and .../events, QoS 1, persistent session) so several ingest processes split
-// the load, and acknowledges a message only after its data is durable. Topics
-// and payloads are the gateway's contract, edge/wire, the only edge package
-// ingest imports.
+// Package ingest is Bowline's MQTT ingestion of device events: it
+// subscribes to the bowls' events topics as a shared subscription
+// ($share/<group>/dt/bowline/+/+/events, QoS 1, persistent session) so
+// several ingest processes split the load, and acknowledges a message only
+// after its event is durable. Topics and payloads are the gateway's
+// contract, edge/wire, the only edge package ingest imports.
 //
-//   - Telemetry goes to the Kinesis telemetry stream: one record per MQTT
-//     message (partition key = thing) carrying tenant, thing, seq, last_seq,
-//     receive time and the samples (sample i has seq+i), put through a
-//     cloud/telemetry Producer (batched PutRecords, failed records retried,
-//     throttling backed off). The message is acknowledged when Kinesis
-//     accepted its record.
+// Telemetry is not ingest's: gateways publish it to AWS IoT topic rules
+// that put it into Kinesis (cloud/rules), and cloud/durable tracks its
+// seqs, raises its gaps and acknowledges it to the gateway
+// (docs/telemetry-path.md). Ingest writes nothing to Kinesis.
+//
 //   - Events are validated against the engine catalog and a per-type schema
 //     and emitted with engine.EmitEvent under the idempotency key
 //     "<thing>/<id>" ('/' never occurs in a thing name or an event id,
@@ -26,14 +25,13 @@
 //     and in how long they may hold a message, and can be replayed
 //     (Ingester.Replay). DynamoDB denying access or missing a table is not a
 //     rejection: the message is held (docs/dead-letters.md).
-//   - Gap detection: per thing and lane the seqs that arrived are kept as
-//     intervals in the app table (pk SEQ#<thing>, sk the lane), merged
-//     with optimistic locking so every ingest process of the group shares
-//     them, and written before the message is acknowledged (one put per
-//     lane per write round). A hole older than Config.GapGrace raises
-//     bowl.data_gap once; seqs the edge reported with
-//     bowl.telemetry_dropped, and those of rejected messages, are not holes.
-//     A row keeps at most Config.GapMaxSpans spans.
+//   - Gap detection: per thing the event seqs that arrived are kept as
+//     intervals in the app table (pk SEQ#<thing>, sk "events", LaneEvents),
+//     merged with optimistic locking so every ingest process of the group
+//     shares them, and written before the message is acknowledged (one put
+//     per thing per write round). A hole older than Config.GapGrace raises
+//     bowl.data_gap (lane "events") once; the seqs of rejected messages are
+//     not holes. A row keeps at most Config.GapMaxSpans spans.
 //   - Sessions: unless Config.ClientID fixes it, a process leases one of
 //     Config.Slots client ids ("<group>-<n>") in the app table before it
 //     connects, so a replaced process's persistent session is resumed by
@@ -44,9 +42,8 @@
 //
 // # Caveats
 //
-// Kinesis is at-least-once: a telemetry message redelivered by MQTT (say,
-// after ingest was killed between PutRecords and the PUBACK) is written
-// twice. Consumers drop duplicates by (thing, seq), which every record carries.
+// An event redelivered by MQTT (say, after ingest was killed between the
+// emit and the PUBACK) is emitted once: the idempotency key catches it.
 //
 // An unacknowledged message stays in the broker session of its client id
 // until a process connects with that id again: run as many processes as

@@ -20,11 +20,10 @@ import (
 	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// Lanes whose seqs are tracked: the topic kinds.
-const (
-	LaneTelemetry = wire.KindTelemetry
-	LaneEvents    = wire.KindEvents
-)
+// LaneEvents is the one lane whose seqs ingest tracks: the events topic's
+// kind. It is the seq row's sort key and bowl.data_gap's "lane". Telemetry
+// seqs are tracked by cloud/durable, from the stream (docs/telemetry-path.md).
+const LaneEvents = wire.KindEvents
 
 // span is an inclusive range of seqs.
 type span struct{ From, To uint64 }

@@ -94,7 +94,7 @@ func TestRecordAcksOnlyAfterRowWritten(t *testing.T) {
 	db := &memGapDB{items: map[string]map[string]types.AttributeValue{}, fail: true}
 	g := newMemTracker(db, 1000)
 	var acked atomic.Int32
-	k := laneKey{"t", "bowl-1", LaneTelemetry}
+	k := laneKey{"t", "bowl-1", LaneEvents}
 	for s := uint64(1); s <= 10; s++ {
 		g.Record(func() { acked.Add(1) }, observation{k, s, s})
 	}
@@ -131,7 +131,7 @@ func TestRecordAcksOnlyAfterRowWritten(t *testing.T) {
 func TestSeqRowBoundedForEveryOtherSeq(t *testing.T) {
 	db := &memGapDB{items: map[string]map[string]types.AttributeValue{}}
 	g := newMemTracker(db, 1000)
-	k := laneKey{"t", "bowl-1", LaneTelemetry}
+	k := laneKey{"t", "bowl-1", LaneEvents}
 	const msgs = 5000
 	base := uint64(1) << 40 // long seqs make the longest JSON
 	for i := range uint64(msgs) {

@@ -17,8 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/bowline-iot/bowline/cloud/devices"
@@ -35,7 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
 		os.Exit(crashChild())
 	}
-	lstest.Main(m, localstack.DynamoDB, localstack.Kinesis, localstack.MQTT)
+	lstest.Main(m, localstack.DynamoDB, localstack.MQTT)
 }
 
 // hangGuard bounds waits that should end quickly; it is not a performance
@@ -62,7 +60,7 @@ type recorder struct {
 
 type ack struct {
 	kind, tenant, thing string
-	seq, last           uint64
+	seq                 uint64
 }
 
 func newRecorder() *recorder {
@@ -79,7 +77,7 @@ func (r *recorder) Emitted(string)   { r.mu.Lock(); r.emitted++; r.mu.Unlock() }
 func (r *recorder) Duplicate(string) { r.mu.Lock(); r.dups++; r.mu.Unlock() }
 func (r *recorder) GapRaised(string) {}
 func (r *recorder) Acked(x ingest.Ack) {
-	a := ack{x.Kind, x.Tenant, x.Thing, x.Seq, x.LastSeq}
+	a := ack{x.Kind, x.Tenant, x.Thing, x.Seq}
 	if r.check != nil {
 		r.check(a)
 	}
@@ -97,7 +95,6 @@ func (r *recorder) ackCount() int {
 type env struct {
 	cfg      aws.Config
 	ddb      *dynamodb.Client
-	kin      *kinesis.Client
 	registry *devices.Registry
 	letters  *deadletter.Store
 	stack    *localstack.Stack
@@ -116,7 +113,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{cfg: cfg, ddb: ddb, kin: kinesis.NewFromConfig(cfg), registry: reg, letters: dl, stack: stack}
+	return env{cfg: cfg, ddb: ddb, registry: reg, letters: dl, stack: stack}
 }
 
 func (e env) register(t *testing.T, thing, tenant string) {
@@ -224,80 +221,6 @@ func (e env) events(t *testing.T, tenant string) []engine.Envelope {
 		}
 	}
 	return envs
-}
-
-// kinesisRecord is the record ingest writes (the package's telemetryRecord).
-type kinesisRecord struct {
-	Tenant     string    `json:"tenant"`
-	Thing      string    `json:"thing"`
-	Seq        uint64    `json:"seq"`
-	LastSeq    uint64    `json:"last_seq"`
-	ReceivedAt time.Time `json:"received_at"`
-	Samples    []struct {
-		Kind  string  `json:"kind"`
-		Value float64 `json:"value"`
-	} `json:"samples"`
-}
-
-// streamSamples reads the whole telemetry stream and returns how often each
-// sample seq of thing appears, and the tenant of each record.
-func (e env) streamSamples(t *testing.T, stream, thing string) (map[uint64]int, map[string]bool) {
-	t.Helper()
-	ctx := context.Background()
-	shards, err := e.kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(stream)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[uint64]int{}
-	tenants := map[string]bool{}
-	for _, sh := range shards.Shards {
-		it, err := e.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(stream), ShardId: sh.ShardId, ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
-		if err != nil {
-			t.Fatal(err)
-		}
-		iter := it.ShardIterator
-		for iter != nil {
-			out, err := e.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(10000)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range out.Records {
-				var kr kinesisRecord
-				if err := json.Unmarshal(r.Data, &kr); err != nil {
-					t.Fatalf("kinesis record %s: %v", aws.ToString(r.SequenceNumber), err)
-				}
-				if kr.Thing != thing {
-					continue
-				}
-				if aws.ToString(r.PartitionKey) != thing {
-					t.Errorf("record of %s has partition key %q; want the thing", thing, aws.ToString(r.PartitionKey))
-				}
-				if kr.ReceivedAt.IsZero() {
-					t.Errorf("record %s seq %d has no received_at", thing, kr.Seq)
-				}
-				tenants[kr.Tenant] = true
-				if int(kr.LastSeq-kr.Seq)+1 != len(kr.Samples) {
-					t.Errorf("record %s seq %d..%d holds %d samples", thing, kr.Seq, kr.LastSeq, len(kr.Samples))
-				}
-				for i := range kr.Samples {
-					seen[kr.Seq+uint64(i)]++
-				}
-			}
-			if len(out.Records) == 0 || aws.ToInt64(out.MillisBehindLatest) == 0 {
-				break
-			}
-			iter = out.NextShardIterator
-		}
-	}
-	return seen, tenants
-}
-
-func telemetry(thing string, seq uint64, n int, at time.Time) map[string]any {
-	samples := make([]map[string]any, n)
-	for i := range samples {
-		samples[i] = map[string]any{"t": at.Add(time.Duration(i) * time.Second).UTC().Format(time.RFC3339Nano), "kind": "weight_g", "value": 400 + float64(i)}
-	}
-	return map[string]any{"v": 1, "thing": thing, "seq": seq, "samples": samples}
 }
 
 func event(thing string, seq uint64, id, typ string, data any) map[string]any {

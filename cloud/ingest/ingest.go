@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/devices"
-	"github.com/bowline-iot/bowline/cloud/telemetry"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 )
@@ -20,7 +19,6 @@ type Ingester struct {
 	cfg      Config
 	log      *slog.Logger
 	db       DynamoAPI
-	kin      telemetry.KinesisAPI
 	emitter  Emitter
 	registry *devices.Registry
 	devices  *devices.Cache // the registry, cached (unknown things too)
@@ -39,7 +37,6 @@ type Ingester struct {
 	// unsubscribed: the drain started; a reconnection must not subscribe.
 	unsubscribed bool
 	handlers     sync.WaitGroup
-	producer     *telemetry.Producer
 	ran          bool
 	runningMu    sync.Mutex
 	ready        chan struct{}
@@ -54,7 +51,7 @@ func New(cfg Config) (*Ingester, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, kin: cfg.Kinesis, emitter: cfg.Emitter, ready: make(chan struct{}),
+	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, emitter: cfg.Emitter, ready: make(chan struct{}),
 		limiter: newRejectLimiter(cfg.Rejections), heldLetters: make(chan struct{}, cfg.Rejections.MaxHeld)}
 	var err error
 	if in.registry, err = devices.New(in.db, cfg.Names.AppTable(), cfg.Now); err != nil {
@@ -93,17 +90,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 	in.ran = true
 	in.runningMu.Unlock()
 
-	pcfg := in.cfg.Producer
-	if pcfg.Observer == nil {
-		if po, ok := in.cfg.Observer.(telemetry.ProducerObserver); ok {
-			pcfg.Observer = po
-		}
-	}
-	p, err := telemetry.NewProducer(in.kin, pcfg)
-	if err != nil {
-		return err
-	}
-	in.producer = p
 	in.work, in.abandon = context.WithCancel(context.Background())
 	defer in.abandon()
 
@@ -114,7 +100,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 		in.lease = &slotLease{db: in.db, table: in.cfg.Names.AppTable(), group: in.cfg.Group, owner: in.cfg.Owner,
 			slots: in.cfg.Slots, ttl: in.cfg.LeaseTTL, now: time.Now, log: in.log}
 		if err := in.lease.acquire(ctx); err != nil {
-			_ = p.Close(context.Background())
 			if ctx.Err() != nil {
 				in.log.Info("ingest stopped before a slot was free")
 				return nil
@@ -144,7 +129,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 	client, err := in.connect(ctx, clientID)
 	if err != nil {
 		stop()
-		_ = p.Close(context.Background())
 		in.releaseLease()
 		return err
 	}
@@ -172,9 +156,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 		in.abandon()
 		in.handlers.Wait()
 		stop()
-		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = p.Close(closeCtx)
 		return err
 	}
 	in.log.Info("ingest stopping: unsubscribing, then draining messages in progress", "timeout", in.cfg.DrainTimeout)
@@ -198,9 +179,6 @@ func (in *Ingester) Run(ctx context.Context) error {
 	in.draining = true
 	in.gate.Unlock()
 	in.handlers.Wait()
-	if err := p.Close(drainCtx); err != nil {
-		in.log.Warn("kinesis records not accepted before the drain timeout; their messages were not acknowledged", "err", err)
-	}
 	stop()
 	if err := in.gaps.drain(drainCtx); err != nil {
 		in.log.Warn("seq rows not written before the drain timeout; their messages were not acknowledged", "err", err)
@@ -266,8 +244,7 @@ type message struct {
 	tp wire.Topic
 	// verified: tp.Tenant is the thing's tenant in the device registry.
 	verified bool
-	// typ is the event type once the payload decoded; "" before, and for
-	// telemetry.
+	// typ is the event type once the payload decoded; "" before.
 	typ string
 }
 
@@ -291,12 +268,7 @@ func (in *Ingester) Handle(ctx context.Context, topic string, raw []byte, ack fu
 		return in.rejected(ctx, m, err)
 	}
 	m.verified = true
-	switch tp.Kind {
-	case wire.KindTelemetry:
-		return in.handleTelemetry(ctx, m)
-	default:
-		return in.handleEvent(ctx, m)
-	}
+	return in.handleEvent(ctx, m)
 }
 
 // verifyTenant checks that tp's thing is registered to tp's tenant. It
@@ -321,54 +293,6 @@ func (in *Ingester) verifyTenant(ctx context.Context, tp wire.Topic) error {
 	}
 	if d.Tenant != tp.Tenant {
 		return reject(ReasonTenantMismatch, "thing %q belongs to another tenant, not %q", tp.Thing, tp.Tenant)
-	}
-	return nil
-}
-
-// telemetryRecord is the Kinesis record of one telemetry message: sample i
-// has seq Seq+i.
-type telemetryRecord struct {
-	V          int           `json:"v"`
-	Tenant     string        `json:"tenant"`
-	Thing      string        `json:"thing"`
-	Seq        uint64        `json:"seq"`
-	LastSeq    uint64        `json:"last_seq"`
-	ReceivedAt time.Time     `json:"received_at"`
-	Samples    []wire.Sample `json:"samples"`
-	// ClockFix and ClockSkewMillis flag samples whose times ingest
-	// corrected from a wrong gateway clock (ClockFix; docs/clock.md).
-	ClockFix        string `json:"clock_fix,omitempty"`
-	ClockSkewMillis int64  `json:"clock_skew_ms,omitempty"`
-}
-
-func (in *Ingester) handleTelemetry(ctx context.Context, m message) error {
-	tp := m.tp
-	t, fix, err := decodeTelemetry(m.raw, tp.Thing, m.clockRef, in.cfg.limits())
-	if err != nil {
-		return in.rejected(ctx, m, err)
-	}
-	fix.correctTelemetry(&t)
-	in.clockFixed(tp, fix)
-	data, err := json.Marshal(telemetryRecord{V: wire.Version, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), ReceivedAt: m.recv.UTC(), Samples: t.Samples,
-		ClockFix: fix.Reason, ClockSkewMillis: fix.Skew.Milliseconds()})
-	if err != nil {
-		return fmt.Errorf("encode telemetry of %s seq %d: %w", tp.Thing, t.Seq, err)
-	}
-	err = in.producer.Put(ctx, tp.Thing, data, func(err error) {
-		if err != nil {
-			in.log.Warn("telemetry not accepted before shutdown; not acknowledged", "thing", tp.Thing, "seq", t.Seq, "err", err)
-			return
-		}
-		in.gaps.Record(func() {
-			in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: t.Seq, LastSeq: t.LastSeq(), Samples: len(t.Samples), SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
-			m.ack()
-		}, observation{laneKey{tp.Tenant, tp.Thing, LaneTelemetry}, t.Seq, t.LastSeq()})
-	})
-	if err != nil {
-		if errors.Is(err, telemetry.ErrClosed) || ctx.Err() != nil {
-			return err
-		}
-		return in.rejected(ctx, m, reject(ReasonOversize, "%v", err))
 	}
 	return nil
 }
@@ -404,40 +328,25 @@ func (in *Ingester) handleEvent(ctx context.Context, m message) error {
 	} else {
 		in.cfg.Observer.Emitted(ev.Type)
 	}
-	obs := []observation{{laneKey{tp.Tenant, tp.Thing, LaneEvents}, ev.Seq, ev.Seq}}
-	if ev.Type == wire.TypeTelemetryDropped {
-		var d struct {
-			FromSeq uint64 `json:"from_seq"`
-			ToSeq   uint64 `json:"to_seq"`
-		}
-		if json.Unmarshal(ev.Data, &d) == nil && d.FromSeq > 0 && d.ToSeq >= d.FromSeq {
-			obs = append(obs, observation{laneKey{tp.Tenant, tp.Thing, LaneTelemetry}, d.FromSeq, d.ToSeq})
-		}
-	}
 	in.gaps.Record(func() {
-		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, LastSeq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
+		in.cfg.Observer.Acked(Ack{Kind: tp.Kind, Tenant: tp.Tenant, Thing: tp.Thing, Seq: ev.Seq, SinceReceipt: in.cfg.Now().Sub(m.recv), ClockFix: fix.Reason, ClockSkew: fix.Skew})
 		m.ack()
-	}, obs...)
+	}, observation{laneKey{tp.Tenant, tp.Thing, LaneEvents}, ev.Seq, ev.Seq})
 	return nil
 }
 
-// rejectedSeqs returns the seqs a rejected message names, read leniently
-// from its payload ("seq", and "samples" for telemetry), when its topic's
-// tenant is verified; nothing otherwise.
+// rejectedSeqs returns the seq a rejected event names, read leniently from
+// its payload ("seq"), when its topic's tenant is verified; nothing
+// otherwise.
 func rejectedSeqs(m message) []observation {
 	if !m.verified {
 		return nil
 	}
 	var p struct {
-		Seq     uint64            `json:"seq"`
-		Samples []json.RawMessage `json:"samples"`
+		Seq uint64 `json:"seq"`
 	}
 	if json.Unmarshal(m.raw, &p) != nil || p.Seq == 0 {
 		return nil
 	}
-	last := p.Seq
-	if m.kind == wire.KindTelemetry && len(p.Samples) > 1 {
-		last = p.Seq + uint64(len(p.Samples)) - 1
-	}
-	return []observation{{laneKey{m.tp.Tenant, m.tp.Thing, m.kind}, p.Seq, last}}
+	return []observation{{laneKey{m.tp.Tenant, m.tp.Thing, LaneEvents}, p.Seq, p.Seq}}
 }

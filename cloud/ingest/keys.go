@@ -35,7 +35,7 @@ import (
 //
 // App table (resources.Names.AppTable; pk and sk, no TTL):
 //
-//	seq tracking: pk = "SEQ#<thing>"  sk = "<lane>" (telemetry | events)   (gapKey)
+//	seq tracking: pk = "SEQ#<thing>"  sk = "<lane>" (events; LaneEvents)   (gapKey)
 //	              entity = "ingest_seq" (GapEntity), tenant, thing,
 //	              state (S: JSON {"spans": [[from, to], ...],
 //	              "noticed": {"<hole's first seq>": "<RFC 3339 nano>"}}),
@@ -44,6 +44,8 @@ import (
 // Merged by every ingest process of the group with optimistic locking: put on
 // attribute_not_exists(pk) for the first write, then on version = the version
 // read. Written before the messages it covers are acknowledged (gaps.go).
+// Rows with sk "telemetry", written while ingest also took telemetry, are
+// no longer read or written (docs/ingest-sessions.md).
 //
 //	slot lease:   pk = "LEASE#ingest#<group>"  sk = "SLOT#<n>"   (leaseKey)
 //	              entity = "ingest_lease" (LeaseEntity), owner (S: the

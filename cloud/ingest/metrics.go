@@ -4,9 +4,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/bowline-iot/bowline/cloud/telemetry"
-	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // Observer is told what happens to every message. Calls come from many
@@ -24,8 +21,8 @@ type Observer interface {
 	Duplicate(typ string)
 	// GapRaised: a bowl.data_gap was raised for lane.
 	GapRaised(lane string)
-	// Acked is called just before a message's PUBACK is sent. For
-	// telemetry, Kinesis has accepted the record by then.
+	// Acked is called just before a message's PUBACK is sent: the event
+	// (or the dead letter of a rejection) and its seq are durable by then.
 	Acked(a Ack)
 }
 
@@ -35,11 +32,8 @@ type Ack struct {
 	Kind string
 	// Tenant and Thing are the topic's; empty when it did not parse.
 	Tenant, Thing string
-	// Seq and LastSeq are the seqs the message carried (one seq for an
-	// event); zero for a rejected message.
-	Seq, LastSeq uint64
-	// Samples is the number of telemetry samples; zero otherwise.
-	Samples int
+	// Seq is the event's seq; zero for a rejected message.
+	Seq uint64
 	// SinceReceipt is the time since the message arrived; zero for a
 	// rejected message.
 	SinceReceipt time.Duration
@@ -66,7 +60,7 @@ func (NopObserver) Acked(Ack)               {}
 type multiObserver []Observer
 
 // Observers returns an Observer that tells each of obs in turn; it is also a
-// telemetry.ProducerObserver for those of obs that are.
+// FailureObserver for those of obs that are.
 func Observers(obs ...Observer) Observer { return multiObserver(obs) }
 
 func (m multiObserver) Received(k string) {
@@ -101,7 +95,7 @@ func (m multiObserver) Acked(a Ack) {
 }
 
 // Metrics are ingest's Prometheus metrics; it implements Observer and
-// telemetry.ProducerObserver.
+// FailureObserver.
 type Metrics struct {
 	received   *prometheus.CounterVec
 	rejected   *prometheus.CounterVec
@@ -109,22 +103,12 @@ type Metrics struct {
 	duplicates *prometheus.CounterVec
 	gaps       *prometheus.CounterVec
 	acked      *prometheus.CounterVec
-	samples    prometheus.Counter
 	ackLatency *prometheus.HistogramVec
-	puts       *prometheus.CounterVec
-	putRecords prometheus.Histogram
-	putLatency prometheus.Histogram
-	retried    *prometheus.CounterVec
-	limit      prometheus.Gauge
 	clockFixes *prometheus.CounterVec
 	failures   *failureMetrics
 }
 
-var (
-	_ Observer                   = (*Metrics)(nil)
-	_ telemetry.ProducerObserver = (*Metrics)(nil)
-	_ telemetry.ProducerObserver = multiObserver(nil)
-)
+var _ Observer = (*Metrics)(nil)
 
 // NewMetrics registers ingest's metrics with reg (prometheus.DefaultRegisterer
 // when nil).
@@ -140,17 +124,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_duplicate_total", Help: "Redelivered device events that were already emitted, by type."}, []string{"type"}),
 		gaps:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "data_gaps_total", Help: "bowl.data_gap events raised, by lane."}, []string{"lane"}),
 		acked:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_acked_total", Help: "Messages acknowledged after their data was durable, by kind."}, []string{"kind"}),
-		samples:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "telemetry_samples_total", Help: "Telemetry samples accepted by Kinesis."}),
 		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "ack_latency_seconds", Help: "Time from receipt to acknowledgement, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
-		puts:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_calls_total", Help: "PutRecords calls, by outcome (ok, partial, error)."}, []string{"outcome"}),
-		putRecords: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_batch_size", Help: "Records per PutRecords call.", Buckets: []float64{1, 5, 10, 50, 100, 250, 500}}),
-		putLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_put_records_seconds", Help: "PutRecords call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
-		retried:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_records_retried_total", Help: "Kinesis records sent again, by error code."}, []string{"code"}),
 		clockFixes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clock_corrected_total", Help: "Messages whose times were corrected from a wrong gateway clock (sent_at), by kind and fix (ahead, unset)."}, []string{"kind", "fix"}),
-		limit:      prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "kinesis_inflight_limit", Help: "The producer's adaptive limit on PutRecords calls in flight; it drops when Kinesis times out or throttles."}),
 	}
 	m.failures = newFailureMetrics(reg, ns, sub)
-	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.samples, m.ackLatency, m.puts, m.putRecords, m.putLatency, m.retried, m.limit, m.clockFixes)
+	reg.MustRegister(m.received, m.rejected, m.emitted, m.duplicates, m.gaps, m.acked, m.ackLatency, m.clockFixes)
 	return m
 }
 
@@ -165,55 +143,7 @@ func (m *Metrics) GapRaised(lane string) { m.gaps.WithLabelValues(lane).Inc() }
 func (m *Metrics) Acked(a Ack) {
 	m.acked.WithLabelValues(a.Kind).Inc()
 	m.ackLatency.WithLabelValues(a.Kind).Observe(a.SinceReceipt.Seconds())
-	if a.Kind == wire.KindTelemetry {
-		m.samples.Add(float64(a.Samples))
-	}
 	if a.ClockFix != "" {
 		m.clockFixes.WithLabelValues(a.Kind, a.ClockFix).Inc()
-	}
-}
-
-func (m *Metrics) PutRecords(records, _, failed int, err error, took time.Duration) {
-	outcome := "ok"
-	switch {
-	case err != nil:
-		outcome = "error"
-	case failed > 0:
-		outcome = "partial"
-	}
-	m.puts.WithLabelValues(outcome).Inc()
-	m.putRecords.Observe(float64(records))
-	m.putLatency.Observe(took.Seconds())
-}
-
-func (m *Metrics) RecordRetried(code string) { m.retried.WithLabelValues(code).Inc() }
-
-// InFlightLimit implements telemetry.LimitObserver.
-func (m *Metrics) InFlightLimit(n int) { m.limit.Set(float64(n)) }
-
-// PutRecords forwards to the observers that are also telemetry.ProducerObservers.
-func (m multiObserver) PutRecords(records, bytes, failed int, err error, took time.Duration) {
-	for _, o := range m {
-		if po, ok := o.(telemetry.ProducerObserver); ok {
-			po.PutRecords(records, bytes, failed, err, took)
-		}
-	}
-}
-
-// InFlightLimit forwards to the observers that are also telemetry.LimitObservers.
-func (m multiObserver) InFlightLimit(n int) {
-	for _, o := range m {
-		if lo, ok := o.(telemetry.LimitObserver); ok {
-			lo.InFlightLimit(n)
-		}
-	}
-}
-
-// RecordRetried forwards to the observers that are also telemetry.ProducerObservers.
-func (m multiObserver) RecordRetried(code string) {
-	for _, o := range m {
-		if po, ok := o.(telemetry.ProducerObserver); ok {
-			po.RecordRetried(code)
-		}
 	}
 }

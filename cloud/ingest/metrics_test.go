@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/bowline-iot/bowline/cloud/telemetry"
 	"github.com/bowline-iot/bowline/edge/wire"
 )
 
@@ -15,20 +14,22 @@ func TestMetricsCountThroughObservers(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	var obs Observer = Observers(NopObserver{}, m)
-	obs.Acked(Ack{Kind: wire.KindTelemetry, Tenant: "t1", Thing: "b1", Seq: 1, LastSeq: 5, Samples: 5, SinceReceipt: 3 * time.Millisecond})
+	obs.Acked(Ack{Kind: wire.KindEvents, Tenant: "t1", Thing: "b1", Seq: 5, SinceReceipt: 3 * time.Millisecond, ClockFix: ClockAhead, ClockSkew: 10 * time.Minute})
 	obs.Rejected(wire.KindEvents, ReasonTenantMismatch)
-	obs.(telemetry.ProducerObserver).PutRecords(10, 1000, 2, nil, time.Millisecond)
-	obs.(telemetry.ProducerObserver).RecordRetried("ProvisionedThroughputExceededException")
+	obs.Emitted("bowl.empty")
+	obs.GapRaised(LaneEvents)
+	obs.(FailureObserver).Held("emit", "throttled")
 	for _, c := range []struct {
 		name string
 		got  float64
 		want float64
 	}{
-		{"samples", value(t, m.samples), 5},
-		{"acked telemetry", value(t, m.acked.WithLabelValues(wire.KindTelemetry)), 1},
+		{"acked events", value(t, m.acked.WithLabelValues(wire.KindEvents)), 1},
+		{"clock corrected", value(t, m.clockFixes.WithLabelValues(wire.KindEvents, ClockAhead)), 1},
 		{"rejected tenant_mismatch", value(t, m.rejected.WithLabelValues(wire.KindEvents, string(ReasonTenantMismatch))), 1},
-		{"partial calls", value(t, m.puts.WithLabelValues("partial")), 1},
-		{"retried", value(t, m.retried.WithLabelValues("ProvisionedThroughputExceededException")), 1},
+		{"emitted", value(t, m.emitted.WithLabelValues("bowl.empty")), 1},
+		{"gaps", value(t, m.gaps.WithLabelValues(LaneEvents)), 1},
+		{"held", value(t, m.failures.held.WithLabelValues("emit", "throttled")), 1},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v; want %v", c.name, c.got, c.want)

@@ -3,21 +3,15 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
-	"math"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// kindPattern is the rule of a sample's kind.
-var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
 // Limits bound what a message may hold; see Config for the defaults.
 type Limits struct {
 	MaxPayload    int
-	MaxSamples    int
 	MaxFutureSkew time.Duration
 }
 
@@ -63,49 +57,6 @@ func decodeStrict(raw []byte, v any) error {
 		return reject(ReasonMalformedJSON, "trailing data after the JSON object")
 	}
 	return nil
-}
-
-// DecodeTelemetry decodes and validates a telemetry payload published by
-// topicThing, received at now. It returns the times as the gateway sent
-// them; a message whose sent_at shows a wrong gateway clock is judged by
-// that clock (see ClockFix), and ingest corrects it afterwards.
-func DecodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (wire.TelemetryMessage, error) {
-	t, _, err := decodeTelemetry(raw, topicThing, now, lim)
-	return t, err
-}
-
-func decodeTelemetry(raw []byte, topicThing string, now time.Time, lim Limits) (wire.TelemetryMessage, ClockFix, error) {
-	if err := checkEnvelope(raw, topicThing, lim); err != nil {
-		return wire.TelemetryMessage{}, ClockFix{}, err
-	}
-	var t wire.TelemetryMessage
-	if err := decodeStrict(raw, &t); err != nil {
-		return wire.TelemetryMessage{}, ClockFix{}, err
-	}
-	switch {
-	case t.Seq == 0:
-		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "seq is 0 or missing; seqs start at 1")
-	case len(t.Samples) == 0:
-		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "no samples")
-	case len(t.Samples) > lim.MaxSamples:
-		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "%d samples exceed %d", len(t.Samples), lim.MaxSamples)
-	case t.Seq > math.MaxUint64-uint64(len(t.Samples)):
-		return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "seq %d overflows with %d samples", t.Seq, len(t.Samples))
-	}
-	fix := clockFix(t.SentAt, now, lim)
-	gwNow := now.Add(fix.Skew) // the receipt on the gateway's clock
-	limit := gwNow.Add(lim.MaxFutureSkew)
-	for i, s := range t.Samples {
-		switch {
-		case s.T.IsZero():
-			return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "sample %d: no time", i)
-		case s.T.After(limit):
-			return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonFutureTimestamp, "sample %d at %s is more than %s after receipt at %s%s", i, s.T.Format(time.RFC3339Nano), lim.MaxFutureSkew, gwNow.Format(time.RFC3339Nano), fix.clause())
-		case !kindPattern.MatchString(s.Kind):
-			return wire.TelemetryMessage{}, ClockFix{}, reject(ReasonInvalid, "sample %d: kind %q is not a lowercase identifier", i, s.Kind)
-		}
-	}
-	return t, fix, nil
 }
 
 // DecodeEvent decodes and validates an event payload published by

@@ -10,42 +10,8 @@ import (
 
 var (
 	testNow    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	testLimits = Limits{MaxPayload: 1024, MaxSamples: 3, MaxFutureSkew: 5 * time.Minute}
+	testLimits = Limits{MaxPayload: 1024, MaxFutureSkew: 5 * time.Minute}
 )
-
-func TestDecodeTelemetry(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		raw  string
-		want Reason // "" = accepted
-	}{
-		{"ok", `{"v":1,"thing":"b1","seq":7,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"weight_g","value":412.5}]}`, ""},
-		{"ok near future", `{"v":1,"thing":"b1","seq":7,"samples":[{"t":"2026-11-29T12:04:00Z","kind":"weight_g","value":1}]}`, ""},
-		{"malformed", `{"v":1,"thing":"b1",`, ReasonMalformedJSON},
-		{"not an object", `[1]`, ReasonMalformedJSON},
-		{"no version", `{"thing":"b1","seq":1,"samples":[]}`, ReasonBadVersion},
-		{"version 2", `{"v":2,"thing":"b1","future":true}`, ReasonBadVersion},
-		{"version string", `{"v":"1","thing":"b1"}`, ReasonBadVersion},
-		{"other thing", `{"v":1,"thing":"b2","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonThingMismatch},
-		{"no thing", `{"v":1,"seq":1}`, ReasonThingMismatch},
-		{"unknown field", `{"v":1,"thing":"b1","tenant":"t2","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonMalformedJSON},
-		{"seq 0", `{"v":1,"thing":"b1","seq":0,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonInvalid},
-		{"no samples", `{"v":1,"thing":"b1","seq":1,"samples":[]}`, ReasonInvalid},
-		{"too many samples", `{"v":1,"thing":"b1","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonInvalid},
-		{"far future", `{"v":1,"thing":"b1","seq":1,"samples":[{"t":"2026-11-29T12:06:00Z","kind":"w","value":1}]}`, ReasonFutureTimestamp},
-		{"bad kind", `{"v":1,"thing":"b1","seq":1,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"Weight G","value":1}]}`, ReasonInvalid},
-		{"no time", `{"v":1,"thing":"b1","seq":1,"samples":[{"kind":"w","value":1}]}`, ReasonInvalid},
-		{"seq overflow", `{"v":1,"thing":"b1","seq":18446744073709551615,"samples":[{"t":"2026-11-29T11:59:00Z","kind":"w","value":1},{"t":"2026-11-29T11:59:00Z","kind":"w","value":1}]}`, ReasonInvalid},
-		{"oversize", `{"v":1,"thing":"b1","pad":"` + strings.Repeat("x", 1024) + `"}`, ReasonOversize},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := DecodeTelemetry([]byte(c.raw), "b1", testNow, testLimits)
-			if got := ReasonOf(err); got != c.want {
-				t.Errorf("DecodeTelemetry(%s) reason = %q (%v); want %q", c.raw, got, err, c.want)
-			}
-		})
-	}
-}
 
 func TestDecodeEvent(t *testing.T) {
 	ev := func(typ, data string) string {
@@ -85,9 +51,19 @@ func TestDecodeEvent(t *testing.T) {
 		{"future at", `{"v":1,"thing":"b1","seq":3,"id":"e","type":"bowl.empty","at":"2026-11-29T13:00:00Z","data":{}}`, ReasonFutureTimestamp},
 		{"seq 0", `{"v":1,"thing":"b1","seq":0,"id":"e","type":"bowl.empty","at":"2026-11-29T11:00:00Z","data":{}}`, ReasonInvalid},
 		{"trailing data", ev("bowl.empty", `{}`) + `{}`, ReasonMalformedJSON},
+		// The envelope, checked before the event's fields.
+		{"malformed", `{"v":1,"thing":"b1",`, ReasonMalformedJSON},
+		{"not an object", `[1]`, ReasonMalformedJSON},
+		{"no version", `{"thing":"b1","seq":1}`, ReasonBadVersion},
+		{"version 2", `{"v":2,"thing":"b1","future":true}`, ReasonBadVersion},
+		{"version string", `{"v":"1","thing":"b1"}`, ReasonBadVersion},
+		{"other thing", `{"v":1,"thing":"b2","seq":3,"id":"e","type":"bowl.empty","at":"2026-11-29T11:00:00Z","data":{}}`, ReasonThingMismatch},
+		{"no thing", `{"v":1,"seq":1}`, ReasonThingMismatch},
+		{"unknown field", `{"v":1,"thing":"b1","tenant":"t2","seq":3,"id":"e","type":"bowl.empty","at":"2026-11-29T11:00:00Z","data":{}}`, ReasonMalformedJSON},
+		{"oversize", `{"v":1,"thing":"b1","pad":"` + strings.Repeat("x", 4096) + `"}`, ReasonOversize},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := DecodeEvent([]byte(c.raw), "b1", testNow, Limits{MaxPayload: 4096, MaxSamples: 10, MaxFutureSkew: 5 * time.Minute})
+			_, err := DecodeEvent([]byte(c.raw), "b1", testNow, Limits{MaxPayload: 4096, MaxFutureSkew: 5 * time.Minute})
 			if got := ReasonOf(err); got != c.want {
 				t.Errorf("DecodeEvent(%s) reason = %q (%v); want %q", c.raw, got, err, c.want)
 			}
@@ -101,7 +77,8 @@ func TestParseTopic(t *testing.T) {
 		want  wire.Topic
 		ok    bool
 	}{
-		{"dt/bowline/t1/bowl-1/telemetry", wire.Topic{Tenant: "t1", Thing: "bowl-1", Kind: wire.KindTelemetry}, true},
+		{"dt/bowline/t1/bowl-1/events", wire.Topic{Tenant: "t1", Thing: "bowl-1", Kind: wire.KindEvents}, true},
+		{"dt/bowline/t1/bowl-1/telemetry", wire.Topic{}, false}, // the topic rules' (docs/telemetry-path.md)
 		{"dt/bowline/t1/bowl:1/events", wire.Topic{Tenant: "t1", Thing: "bowl:1", Kind: wire.KindEvents}, true},
 		{"dt/bowline/t1/bowl-1/status", wire.Topic{}, false},
 		{"dt/bowline/t1/bowl-1", wire.Topic{}, false},

@@ -15,7 +15,8 @@ var (
 	// ErrNotIngestLetter: the letter was not written by ingest.
 	ErrNotIngestLetter = errors.New("not an ingest dead letter")
 	// ErrNotReplayable: the letter holds nothing Replay can feed back (a
-	// telemetry message, or a letter without its raw bytes).
+	// telemetry message from before ingest took events only, or a letter
+	// without its raw bytes).
 	ErrNotReplayable = errors.New("dead letter cannot be replayed")
 )
 
@@ -65,12 +66,14 @@ func (in *Ingester) Replay(ctx context.Context, l deadletter.Letter) (Replayed, 
 	if l.RawSize > len(raw) {
 		return "", fmt.Errorf("letter %s keeps %d of the message's %d bytes: %w", l.Key(), len(raw), l.RawSize, ErrNotReplayable)
 	}
+	// A telemetry letter (written while ingest took telemetry too) is
+	// refused as not replayable before ParseTopic would call it a bad topic.
+	if tp, err := wire.ParseTopic(topic); err == nil && tp.Kind != wire.KindEvents {
+		return "", fmt.Errorf("letter %s is a %s message: %w", l.Key(), tp.Kind, ErrNotReplayable)
+	}
 	tp, err := ParseTopic(topic)
 	if err != nil {
 		return "", err
-	}
-	if tp.Kind != wire.KindEvents {
-		return "", fmt.Errorf("letter %s is a %s message: %w", l.Key(), tp.Kind, ErrNotReplayable)
 	}
 	in.devices.Forget(tp.Thing)
 	if err := in.verifyTenant(ctx, tp); err != nil {

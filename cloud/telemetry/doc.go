@@ -4,18 +4,18 @@
 // off from throttling, and tells each record's caller exactly once whether
 // Kinesis accepted it.
 //
-// Cloud ingest (cloud/ingest) puts one record per MQTT telemetry message and
-// acknowledges the message from the record's callback, so a message is
-// acknowledged only once its data is in the stream.
-// The topic rules' stand-in (cloud/rules) does the same, with
-// ProducerConfig.MaxAttempts set: a record still refused after that many
-// calls is handed back (ErrRetriesExhausted) for its error queue.
+// Its user is the topic rules' stand-in (cloud/rules): it puts one record
+// per MQTT telemetry message and acknowledges the message from the
+// record's callback, so a message is acknowledged only once its data is in
+// the stream, with ProducerConfig.MaxAttempts set: a record still refused
+// after that many calls is handed back (ErrRetriesExhausted) for its error
+// queue. (Cloud ingest used it until it took events only.)
 //
 // # Caveats
 //
 // Kinesis is at-least-once: a record whose call timed out after Kinesis
 // stored it is sent again. Consumers drop duplicates by a key the records
-// carry (ingest's carry (thing, seq)).
+// carry (record format 2: (thing, outbox, seq) inside the payload).
 //
 // A record's partition key and data must fit one Kinesis record (1 MiB);
 // Put refuses larger ones rather than splitting them.

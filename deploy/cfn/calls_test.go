@@ -113,6 +113,9 @@ func TestStackRolesAllowTheKnownGaps(t *testing.T) {
 		{"WorkerTaskRole", "dynamodb:DeleteItem", table("events"), lk("TENANT#t#EVENT"), false},
 		{"ApiTaskRole", "dynamodb:UpdateItem", table("events"), lk("TENANT#t#EVENT"), false},
 		{"IngestTaskRole", "dynamodb:Scan", table("events"), nil, false},
+		// Ingest takes events only: the topic rules write the telemetry
+		// stream (docs/telemetry-path.md).
+		{"IngestTaskRole", "kinesis:PutRecords", "arn:aws:kinesis:eu-west-1" + acct + "stream/prod-bowline-telemetry", nil, false},
 		{"WorkerTaskRole", "sqs:SendMessage", queue("events.fifo"), nil, false},
 	} {
 		p, err := tpl.RolePolicy(tc.role, tpl.ResourceEnv(map[string]string{"StackPrefix": "prod"}, "eu-west-1", awscalls.Account))

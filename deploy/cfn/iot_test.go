@@ -85,7 +85,8 @@ func TestGatewayPolicyConfinesThing(t *testing.T) {
 }
 
 // TestIngestPolicyPublishesNothing: the ingest service's certificate may read
-// every gateway's data topics but publish nowhere.
+// every gateway's events topic, not its telemetry (the topic rules' since
+// docs/telemetry-path.md), and publish nowhere.
 func TestIngestPolicyPublishesNothing(t *testing.T) {
 	p := iotPolicy(t, "IngestIotPolicy")
 	ingest := IoTConnection{ClientID: "bowline-ingest-ip-10-0-1-7"}
@@ -96,11 +97,14 @@ func TestIngestPolicyPublishesNothing(t *testing.T) {
 		{"iot:Connect", "client/bowline-ingest-ip-10-0-1-7", true},
 		{"iot:Connect", "client/bowl-1", false},
 		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/events", true},
-		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/telemetry", true},
+		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/telemetry", false},
+		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/batch", false},
 		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/events", false},
 		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/cmd/bowline/+/+/feed", false},
 		{"iot:Subscribe", "topicfilter/cmd/bowline/+/+/feed", false},
 		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/events", true},
+		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/telemetry", false},
+		{"iot:Receive", "topic/dt/bowline/t1/gw-1/status", false},
 		{"iot:Publish", "topic/dt/bowline/t1/bowl-1/events", false},
 		{"iot:Publish", "topic/cmd/bowline/t1/bowl-1/feed", false},
 	} {

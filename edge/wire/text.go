@@ -122,8 +122,8 @@ var kindRule = fmt.Sprintf("1-%d lowercase ASCII letters, digits or '_', startin
 
 // CheckKind checks a sample's kind ("weight_g"): 1 to MaxKindLen bytes of
 // lowercase ASCII letters, digits and '_', the first a letter (the regular
-// expression ^[a-z][a-z0-9_]{0,63}$, the rule cloud/ingest applies to v1
-// telemetry).
+// expression ^[a-z][a-z0-9_]{0,63}$; cloud/durable applies it to v1
+// telemetry and batches alike).
 func CheckKind(field, s string) error {
 	switch {
 	case s == "":

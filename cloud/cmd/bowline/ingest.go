@@ -10,18 +10,18 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/ingest"
-	"github.com/bowline-iot/bowline/cloud/telemetry"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 
 func runIngest(ctx context.Context, args []string) error {
-	fs := cli.NewFlags("bowline ingest", "MQTT -> Kinesis (telemetry) and Emit (bowl events), acknowledged only once durable",
+	fs := cli.NewFlags("bowline ingest", "MQTT -> Emit (bowl events), acknowledged only once durable",
 		"bowline ingest [--broker tcp://host:port] [--slots N | --client-id ID] [--group G] [--metrics-addr host:port]\n\n"+
-			"Subscribes to $share/<group>/dt/bowline/+/+/telemetry and .../events (QoS 1, persistent\n"+
-			"session). Each process leases one of --slots client ids (<group>-0, <group>-1, ...) in the\n"+
-			"app table, so a replaced process's session is resumed by its successor (docs/ingest-sessions.md).\n"+
-			"Telemetry goes to the Kinesis telemetry stream; events are validated and emitted\n"+
-			"once per (thing, id). Rejected messages are dead-lettered and acknowledged.\n"+
+			"Subscribes to $share/<group>/dt/bowline/+/+/events (QoS 1, persistent session). Each\n"+
+			"process leases one of --slots client ids (<group>-0, <group>-1, ...) in the app table,\n"+
+			"so a replaced process's session is resumed by its successor (docs/ingest-sessions.md).\n"+
+			"Events are validated and emitted once per (thing, id); a hole in a thing's event seqs\n"+
+			"raises bowl.data_gap after --gap-grace. Rejected messages are dead-lettered and acknowledged.\n"+
+			"Telemetry is not ingested here: the topic rules put it into Kinesis (docs/telemetry-path.md).\n"+
 			"Environment: BOWLINE_MQTT_URL, BOWLINE_MQTT_CERT/KEY/CA, BOWLINE_STACK and the standard AWS SDK variables.")
 	// A broker URL may carry user:password, so it too is read from the
 	// environment after parsing and logged without its user info.
@@ -31,8 +31,7 @@ func runIngest(ctx context.Context, args []string) error {
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "how long a dead process's slot stays leased before a successor takes over its session")
 	group := fs.String("group", "bowline-ingest", "shared-subscription group")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")
-	linger := fs.Duration("linger", 20*time.Millisecond, "how long a Kinesis batch waits for more records")
-	gapGrace := fs.Duration("gap-grace", 2*time.Minute, "how long a missing seq range may stay open before bowl.data_gap")
+	gapGrace := fs.Duration("gap-grace", 2*time.Minute, "how long a missing range of event seqs may stay open before bowl.data_gap")
 	drain := fs.Duration("drain-timeout", 15*time.Second, "on shutdown, how long messages in progress get to be acknowledged")
 	var tlsFiles ingest.TLSFiles
 	// The TLS flags default to empty and take their environment variable
@@ -75,7 +74,6 @@ func runIngest(ctx context.Context, args []string) error {
 	metrics := ingest.NewMetrics(reg)
 	in, err := stack.Ingest(ingest.Config{
 		Broker: *broker, ClientID: *clientID, Slots: *slots, LeaseTTL: *leaseTTL, Group: *group, TLS: tlsCfg,
-		Producer: telemetry.ProducerConfig{Linger: *linger},
 		GapGrace: *gapGrace, DrainTimeout: *drain,
 		Logger: log, Observer: metrics,
 	})
@@ -87,6 +85,6 @@ func runIngest(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	log.Info("ingest starting", "broker", redactURL(*broker), "stack", names.Stack, "stream", names.TelemetryStream())
+	log.Info("ingest starting", "broker", redactURL(*broker), "stack", names.Stack)
 	return in.Run(ctx)
 }

@@ -23,7 +23,7 @@ func main() {
 		Commands: []cli.Command{
 			{Name: "dev", Summary: "run the whole system locally (emulators, provisioning, services)", Run: runDev},
 			{Name: "provision", Summary: "create every table, stream and queue, idempotently", Run: runProvision},
-			{Name: "ingest", Summary: "MQTT -> Kinesis (telemetry) and Emit (bowl events)", Run: runIngest},
+			{Name: "ingest", Summary: "MQTT -> Emit (bowl events; telemetry goes through the topic rules)", Run: runIngest},
 			{Name: "rules", Summary: "MQTT -> Kinesis (the AWS IoT topic rules stand-in)", Run: runRules},
 			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: runRelay},
 			{Name: "consume", Summary: "Kinesis telemetry -> the telemetry consumer (Lambda's event source stand-in)", Run: runConsume},
