@@ -38,12 +38,18 @@ const (
 
 // Thresholds at which a stage is lagging.
 const (
-	lagOutboxAge = 30 * time.Second // oldest record waiting in a gateway
+	// lagOutboxAge: the oldest record waiting in a gateway. A gateway keeps
+	// telemetry until the cloud acknowledges it (every 10 min by default),
+	// so older than that and close to its 30 min resend timeout is late.
+	lagOutboxAge = 25 * time.Minute
 	lagBacklog   = 5000             // records waiting in a gateway's outbox
 	lagChainGap  = 50               // events committed here and not yet relayed
 	lagRelay     = 10 * time.Second // relay behind the stream
 	lagQueue     = 100              // messages waiting in events.fifo
-	lagReader    = 30 * time.Second // the console's Kinesis reader behind
+	// lagReader: the newest rollup minute the console read is this far
+	// behind: more than a gateway batch interval (1 min) plus the
+	// consumer's rollup cadence (10 min) and the minute itself.
+	lagReader = 15 * time.Minute
 )
 
 // queueDepth is one queue's attributes.
@@ -258,7 +264,7 @@ func (c *Console) stages() []stage {
 	} else {
 		recv := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_received_total") }, true)
 		rej := delta(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_rejected_total") })
-		in.State, in.Note = stateOK, "MQTT -> Kinesis and the chain"
+		in.State, in.Note = stateOK, "bowl events: MQTT -> the chain"
 		if rej > 0 {
 			in.State, in.Note = stateLagging, fmt.Sprintf("%.0f messages rejected lately (dead-lettered)", rej)
 		}
@@ -269,16 +275,18 @@ func (c *Console) stages() []stage {
 	}
 	out = append(out, in)
 
-	// Kinesis: samples in (ingest) and out (this console's reader).
+	// Kinesis: new samples the telemetry consumer took from the stream
+	// (the topic rules put them there), records the rules could not put,
+	// and how far behind the rollups this console reads are.
 	kin := stage{Key: "kinesis", Name: "Kinesis telemetry"}
 	records, readAt, newest := c.telemetry.status()
-	samples := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_telemetry_samples_total") }, true)
-	putErr := m.sum("bowline_ingest_kinesis_put_records_calls_total", "outcome=error")
+	samples := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_consumer_samples_total") }, true)
+	putErr := m.sum("bowline_rules_errors_total")
 	behind := time.Duration(0)
 	if !newest.IsZero() {
 		behind = readAt.Sub(newest)
 	}
-	kin.State, kin.Note = stateOK, fmt.Sprintf("console reader: %s records", fmtInt(records))
+	kin.State, kin.Note = stateOK, fmt.Sprintf("console reader: %s rollup minutes", fmtInt(records))
 	switch {
 	case readAt.IsZero():
 		kin.State, kin.Note = stateUnknown, "console reader has not read yet"
