@@ -245,10 +245,10 @@ func TestWeightChartDrawsTheBuckets(t *testing.T) {
 	}
 	svg := string(weightChart(v, start, start.Add(2*time.Hour), []chartMark{{Kind: "meal", From: start.Add(10 * time.Minute), To: start.Add(15 * time.Minute)}}, 1000, 300, false))
 	m := regexp.MustCompile(`data-points="(\d+)"`).FindStringSubmatch(svg)
-	// Two hours in 30 s columns (whole buckets, at most one per 3 px):
-	// 240 columns, the first hour's 120 have data.
-	if m == nil || m[1] != "120" || !strings.Contains(svg, `class="weight-line"`) || !strings.Contains(svg, "meal-mark") {
-		t.Errorf("chart of one hour in a two-hour window: data-points %v; want 120 with a line and a meal mark", m)
+	// Two hours in 1 min columns (whole rollup minutes, at most one per
+	// 3 px): 120 columns, the first hour's 60 have data.
+	if m == nil || m[1] != "60" || !strings.Contains(svg, `class="weight-line"`) || !strings.Contains(svg, "meal-mark") {
+		t.Errorf("chart of one hour in a two-hour window: data-points %v; want 60 with a line and a meal mark", m)
 	}
 	empty := string(weightChart(seriesView{Thing: "x"}, start, start.Add(time.Hour), nil, 1000, 300, false))
 	if !strings.Contains(empty, `data-points="0"`) || !strings.Contains(empty, "no readings") {

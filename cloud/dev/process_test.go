@@ -84,7 +84,7 @@ func TestDevProcessStopsCleanly(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{"bowline_ingest_messages_received_total", "bowline_worker_received_total", "go_goroutines"} {
+	for _, m := range []string{"bowline_consumer_samples_total", "bowline_worker_received_total", "go_goroutines"} {
 		if !strings.Contains(string(body), m) {
 			t.Errorf("GET %s lacks %s", rep.API.MetricsURL, m)
 		}
