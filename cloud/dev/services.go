@@ -21,8 +21,6 @@ import (
 	"github.com/bowline-iot/bowline/engine/worker"
 )
 
-// IngestGroup is the shared-subscription group of the dev ingest.
-const IngestGroup = "bowline-ingest"
 
 // startServices starts the cloud side in this process, in dependency
 // order: fakes, device registration, ingest (and waits until it has
@@ -60,7 +58,7 @@ func (s *System) startServices(ctx context.Context) error {
 		obs = append(obs, cfg.IngestObserver)
 	}
 	in, err := a.Ingest(ingest.Config{
-		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-ingest-" + names.Stack, Group: IngestGroup,
+		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-ingest-" + names.Stack, Group: ingest.DefaultGroup(names.Stack),
 		MaxFutureSkew: cfg.futureSkew(), Logger: log.With("part", "ingest"), Observer: ingest.Observers(obs...),
 		// Receive time is simulated time: the gateways stamp sent_at on the
 		// simulated clock, and a backlog published after the simulated day

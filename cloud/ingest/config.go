@@ -63,7 +63,10 @@ type Config struct {
 	// Owner names this process in its lease row; default
 	// "<hostname>-<pid>-<random>", distinct per process.
 	Owner string
-	// Group is the shared-subscription group; default "bowline-ingest".
+	// Group is the shared-subscription group; default DefaultGroup of
+	// Names.Stack, so two stacks in one account never share a group or
+	// client ids (a message handed to the other stack's ingest would be
+	// acknowledged there and refused as an unknown thing).
 	Group string
 	// Username, Password and TLS authenticate to the broker; optional.
 	Username, Password string
@@ -123,8 +126,8 @@ func (c *Config) Validate() error {
 	if c.Broker == "" {
 		return errors.New("ingest: Broker is required")
 	}
-	if c.Group == "" {
-		c.Group = "bowline-ingest"
+	if c.Group == "" && c.Names.Stack != "" {
+		c.Group = DefaultGroup(c.Names.Stack)
 	}
 	switch {
 	case c.ClientID != "" && c.Slots != 0:
@@ -203,3 +206,8 @@ func (c *Config) Validate() error {
 func (c *Config) limits() Limits {
 	return Limits{MaxPayload: c.MaxPayload, MaxFutureSkew: c.MaxFutureSkew}
 }
+
+// DefaultGroup is the shared-subscription group of stack's ingest,
+// bowline-<stack>-ingest; its leased client ids are <group>-<slot>
+// (the ingest IoT policy of the template allows exactly these).
+func DefaultGroup(stack string) string { return "bowline-" + stack + "-ingest" }

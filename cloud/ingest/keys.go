@@ -136,7 +136,7 @@ func leaseKey(group string, slot int) map[string]types.AttributeValue {
 }
 
 // slotClientID is the MQTT client id of slot in group: "<group>-<n>", so the
-// default group's ids are bowline-ingest-0, bowline-ingest-1, ...
+// default group's ids are bowline-<stack>-ingest-0, -1, ...
 func slotClientID(group string, slot int) string { return group + "-" + strconv.Itoa(slot) }
 
 // letterDigest names a rejected payload in its dead letter: the first 8

@@ -89,18 +89,19 @@ func TestGatewayPolicyConfinesThing(t *testing.T) {
 // docs/telemetry-path.md), and publish nowhere.
 func TestIngestPolicyPublishesNothing(t *testing.T) {
 	p := iotPolicy(t, "IngestIotPolicy")
-	ingest := IoTConnection{ClientID: "bowline-ingest-ip-10-0-1-7"}
+	ingest := IoTConnection{ClientID: "bowline-" + stackEnv["StackPrefix"] + "-ingest-ip-10-0-1-7"}
 	for _, tc := range []struct {
 		action, res string
 		want        bool
 	}{
-		{"iot:Connect", "client/bowline-ingest-ip-10-0-1-7", true},
+		{"iot:Connect", "client/bowline-" + stackEnv["StackPrefix"] + "-ingest-ip-10-0-1-7", true},
+		{"iot:Connect", "client/bowline-ingest-ip-10-0-1-7", false},
 		{"iot:Connect", "client/bowl-1", false},
-		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/events", true},
-		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/telemetry", false},
-		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/dt/bowline/+/+/batch", false},
+		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/dt/bowline/+/+/events", true},
+		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/dt/bowline/+/+/telemetry", false},
+		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/dt/bowline/+/+/batch", false},
 		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/events", false},
-		{"iot:Subscribe", "topicfilter/$share/bowline-ingest/cmd/bowline/+/+/feed", false},
+		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/cmd/bowline/+/+/feed", false},
 		{"iot:Subscribe", "topicfilter/cmd/bowline/+/+/feed", false},
 		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/events", true},
 		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/telemetry", false},

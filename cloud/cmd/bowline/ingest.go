@@ -29,7 +29,7 @@ func runIngest(ctx context.Context, args []string) error {
 	clientID := fs.String("client-id", "", "fixed MQTT client id, no lease: only for one process that always returns under this id (default: a leased slot)")
 	slots := fs.Int("slots", 0, "client-id slots leased by the group's processes; set to the number of ingest processes (default 1; env BOWLINE_INGEST_SLOTS)")
 	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "how long a dead process's slot stays leased before a successor takes over its session")
-	group := fs.String("group", "bowline-ingest", "shared-subscription group")
+	group := fs.String("group", "", "shared-subscription group (default bowline-<stack>-ingest, scoped by BOWLINE_STACK; client ids are <group>-<slot>)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")
 	gapGrace := fs.Duration("gap-grace", 2*time.Minute, "how long a missing range of event seqs may stay open before bowl.data_gap")
 	drain := fs.Duration("drain-timeout", 15*time.Second, "on shutdown, how long messages in progress get to be acknowledged")
