@@ -26,6 +26,7 @@ type Ingester struct {
 	gaps     *gapTracker
 	// limiter and heldLetters bound what rejections cost (reject.go).
 	limiter     *rejectLimiter
+	quarantine  *rejectLimiter // unknown_thing rejections (reject.go)
 	heldLetters chan struct{}
 
 	// work is the context of message handling; it ends DrainTimeout after
@@ -52,7 +53,7 @@ func New(cfg Config) (*Ingester, error) {
 		return nil, err
 	}
 	in := &Ingester{cfg: cfg, log: cfg.Logger.With("component", "ingest"), db: cfg.DynamoDB, emitter: cfg.Emitter, ready: make(chan struct{}),
-		limiter: newRejectLimiter(cfg.Rejections), heldLetters: make(chan struct{}, cfg.Rejections.MaxHeld)}
+		limiter: newRejectLimiter(cfg.Rejections), quarantine: newQuarantine(cfg.Rejections), heldLetters: make(chan struct{}, cfg.Rejections.MaxHeld)}
 	var err error
 	if in.registry, err = devices.New(in.db, cfg.Names.AppTable(), cfg.Now); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/backoff"
 )
@@ -35,14 +37,26 @@ var _ LetterStore = (*deadletter.Store)(nil)
 // RejectionConfig bounds what rejected messages may cost ingest
 // (docs/dead-letters.md). Zero fields take their defaults.
 type RejectionConfig struct {
-	// PerDevice is how many dead letters one device (or one unverified
-	// thing name) may write per Window; default 20. The next rejection in
+	// PerDevice is how many dead letters one gateway may write per Window;
+	// default 20. The budget is keyed on the gateway the topic's thing
+	// belongs to (the part before ':', which the gateway IoT policy binds
+	// to the client's certificate), never on a name the device picks: a
+	// gateway publishing under 60 made-up <gw>:* names shares one budget.
+	// Rejections of bowls that are not registered yet use Unregistered
+	// instead. The next rejection in
 	// the window writes one summary letter (reason rate_limited, with that
 	// message's bytes); the rest are acknowledged and only counted
 	// (Observer's Suppressed, bowline_ingest_rejections_suppressed_total).
 	PerDevice int
 	// Window is the rate-limit window; default 1 min.
 	Window time.Duration
+	// Unregistered is how many events of bowls not registered yet
+	// (unknown_thing) one gateway may have quarantined per hour; default
+	// 1,000 (a bowl sends about 8 events a day). A bowl that publishes
+	// before it is registered has every such event kept as a dead letter,
+	// with its bytes, for `bowline dead-letters replay --source ingest`
+	// once it is registered, instead of losing all but 20 a minute.
+	Unregistered int
 	// LetterAttempts is how many times a dead letter write is tried before
 	// the rejected message is acknowledged without it (logged at ERROR with
 	// its sha256, counted as lost); default 6, about 3 s of backoff.
@@ -62,11 +76,14 @@ type RejectionConfig struct {
 }
 
 func (c *RejectionConfig) validate() error {
-	if c.PerDevice < 0 || c.Window < 0 || c.LetterAttempts < 0 || c.MaxHeld < 0 || c.UnknownTTL < 0 || c.CacheSize < 0 {
+	if c.PerDevice < 0 || c.Window < 0 || c.Unregistered < 0 || c.LetterAttempts < 0 || c.MaxHeld < 0 || c.UnknownTTL < 0 || c.CacheSize < 0 {
 		return fmt.Errorf("ingest: Rejections %+v: sizes and durations must not be negative", *c)
 	}
 	if c.PerDevice == 0 {
 		c.PerDevice = 20
+	}
+	if c.Unregistered == 0 {
+		c.Unregistered = 1000
 	}
 	if c.Window == 0 {
 		c.Window = time.Minute
@@ -99,7 +116,11 @@ func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 	in.log.Info("message rejected", "topic", deadletter.Text(m.topic, maxLogged), "reason", rej.Reason,
 		"detail", deadletter.Text(rej.Detail, maxLogged), "bytes", len(m.raw))
 	var werr error
-	switch v, start := in.limiter.admit(limitKey(m), in.cfg.Now()); v {
+	limiter := in.limiter
+	if rej.Reason == ReasonUnknownThing {
+		limiter = in.quarantine
+	}
+	switch v, start := limiter.admit(limitKey(m), in.cfg.Now()); v {
 	case letterWrite:
 		werr = in.writeLetter(ctx, m, rej.Reason, in.letter(m, rej))
 	case letterSummary:
@@ -232,14 +253,16 @@ func mayRecover(err error) bool {
 	return !errors.As(err, &ccf)
 }
 
-// limitKey is the rate-limit key of m: its verified thing, or the topic's
-// unverified thing name, or one key for every topic that did not parse.
+// limitKey is the rate-limit key of m: the gateway of its topic's thing
+// (with the tenant when verified), or one key for every topic that did not
+// parse.
 func limitKey(m message) string {
+	gw, _, _ := strings.Cut(m.tp.Thing, string(wire.ThingSeparator))
 	switch {
 	case m.verified:
-		return m.tp.Tenant + "/" + m.tp.Thing
-	case m.tp.Thing != "":
-		return "unverified/" + m.tp.Thing
+		return m.tp.Tenant + "/" + gw
+	case gw != "":
+		return "unverified/" + gw
 	}
 	return "unparsed"
 }
@@ -268,6 +291,12 @@ type rejectLimiter struct {
 type rejectWindow struct {
 	start time.Time
 	n     int
+}
+
+// newQuarantine is the limiter of unregistered bowls' rejections:
+// Unregistered letters per gateway an hour.
+func newQuarantine(c RejectionConfig) *rejectLimiter {
+	return &rejectLimiter{per: c.Unregistered, window: time.Hour, max: c.CacheSize, keys: map[string]*rejectWindow{}}
 }
 
 func newRejectLimiter(c RejectionConfig) *rejectLimiter {

@@ -402,3 +402,62 @@ func TestReplayIngestDeadLetter(t *testing.T) {
 		}
 	}
 }
+
+// A bowl that publishes before it is registered has every event
+// quarantined (a dead letter with its bytes, replayable), not the first
+// PerDevice a window: unknown_thing rejections have their own budget.
+// And the ordinary budget is the gateway's, not a name it picks: made-up
+// <gw>:* names share one.
+func TestUnregisteredBowlIsQuarantinedWhole(t *testing.T) {
+	e := newEnv(t)
+	tenant, gw := uniq("t"), uniq("gw")
+	late := gw + ":late"
+	rec := newFailRecorder()
+	in := e.startIngest(t, rec, func(c *ingest.Config) {
+		c.Rejections = ingest.RejectionConfig{PerDevice: 3, Window: time.Hour, UnknownTTL: time.Hour}
+	})
+	pub := e.publisher(t)
+	const n = 30
+	for i := range n {
+		publish(t, pub, topic(tenant, late, "events"), event(late, uint64(i+1), fmt.Sprintf("meal-%d", i), "bowl.meal_finished", meal(10)))
+	}
+	testkit.WaitFor(t, "every rejection acknowledged", hangGuard, func() bool { return rec.ackCount() == n })
+	ctx := context.Background()
+	pills, err := e.letters.Poison(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []deadletter.Letter
+	for _, l := range pills {
+		if top, err := ingest.LetterTopic(l); err == nil && top == topic(tenant, late, "events") {
+			mine = append(mine, l)
+		}
+	}
+	if len(mine) != n {
+		t.Fatalf("quarantined letters of the unregistered bowl = %d; want all %d (before: PerDevice 3 and a summary)", len(mine), n)
+	}
+	e.register(t, late, tenant)
+	for _, l := range mine {
+		if got, err := in.Replay(ctx, l); err != nil || got != ingest.ReplayEmitted {
+			t.Fatalf("Replay of %s = %q, %v; want emitted", l.Key(), got, err)
+		}
+	}
+	if evs := e.events(t, tenant); len(evs) != n {
+		t.Errorf("events of %s after replay = %d; want %d", tenant, len(evs), n)
+	}
+
+	// The ordinary budget: 3 invalid events under 3 made-up names of one
+	// registered gateway's namespace write 3 letters, then a summary.
+	names := []string{gw + ":a", gw + ":b", gw + ":c", gw + ":d", gw + ":e"}
+	for _, th := range names {
+		e.register(t, th, tenant)
+	}
+	before := rec.ackCount()
+	for _, th := range names {
+		publish(t, pub, topic(tenant, th, "events"), event(th, 0, "bad", "bowl.meal_finished", meal(1))) // seq 0: invalid
+	}
+	testkit.WaitFor(t, "the invalid events acknowledged", hangGuard, func() bool { return rec.ackCount() == before+len(names) })
+	if _, _, suppressed := rec.counts(); suppressed != len(names)-4 {
+		t.Errorf("suppressed = %d; want %d (one budget for the gateway's %d names: 3 letters, 1 summary)", suppressed, len(names)-4, len(names))
+	}
+}
