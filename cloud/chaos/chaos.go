@@ -197,6 +197,11 @@ func (r *run) settle(ctx context.Context, res *ModeResult) bool {
 		if _, missing, _ := r.missingFrames(t); missing > 0 {
 			continue
 		}
+		// The telemetry path is quiet once the consumer has acknowledged
+		// everything each gateway holds.
+		if left, _, err := r.unacked(ctx); err != nil || left > 0 {
+			continue
+		}
 		// An empty events queue says nothing about events still in an edge
 		// outbox or a broker session (ingest reconnecting after a broker
 		// restart): wait until the chains hold the truth's faults too.
@@ -332,7 +337,11 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 	}
 	acked, missing, detail := r.missingFrames(t)
 	res.Samples, res.AckedFrames, res.LostFrames, res.DuplicateRecords = t.samples, acked, missing, t.duplicates
+	res.DuplicateSamples = t.duplicateSamples
 	res.check("acked telemetry in Kinesis", missing == 0, strings.Join(detail, "; "))
+	if err := r.checkTelemetryPath(ctx, t, res); err != nil {
+		return err
+	}
 
 	r.mu.Lock()
 	paid := slices.Clone(r.paid)
