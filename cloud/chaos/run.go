@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -146,7 +147,7 @@ func hostPort(u string) string { p, _ := url.Parse(u); return p.Host }
 func (r *run) start(ctx context.Context) error {
 	sc, err := localstack.StartScratch(ctx, localstack.Config{
 		Services: []localstack.Service{localstack.DynamoDB, localstack.SQS, localstack.Kinesis},
-		Root:     r.cfg.Root, Logger: r.log.With("part", "localstack"),
+		Root:     cmp.Or(r.cfg.StackRoot, r.cfg.Root), Logger: r.log.With("part", "localstack"),
 	}, "c")
 	if err != nil {
 		return fmt.Errorf("local stack: %w", err)
