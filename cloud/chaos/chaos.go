@@ -77,6 +77,10 @@ func (r *run) execute(ctx context.Context, timeline *os.File) (*ModeResult, erro
 		return nil, err
 	}
 	start := time.Now()
+	pctx, stopPolling := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() { r.pollGateways(pctx); close(polled) }()
+	defer func() { stopPolling(); <-polled }()
 	var notes bytes.Buffer
 	fctx, cancelFaults := context.WithCancel(ctx)
 	defer cancelFaults()
@@ -100,6 +104,8 @@ func (r *run) execute(ctx context.Context, timeline *os.File) (*ModeResult, erro
 			return nil, err
 		}
 	}
+	stopPolling()
+	<-polled
 	if err := r.check(ctx, res); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,14 @@ type ModeResult struct {
 	// published; DataGaps the bowl.data_gap events the consumer raised,
 	// FalseDataGaps those for a range the stream holds.
 	AcksPublished int `json:"acks_published"`
+	// BatchSamples are the samples the gateways published in batches,
+	// resends included, and AcksApplied the cloud acks they applied, as
+	// their /status counted them over restarts (lower bounds: an agent's
+	// last second before a kill is not seen); Resent is BatchSamples less
+	// the distinct samples in the stream.
+	BatchSamples  int `json:"gateway_batch_samples"`
+	AcksApplied   int `json:"gateway_acks_applied"`
+	Resent        int `json:"gateway_resent_samples"`
 	DataGaps      int `json:"data_gaps"`
 	FalseDataGaps int `json:"false_data_gaps"`
 	// RuleErrors and ConsumerDLQ are the messages in rule-errors and
@@ -161,7 +169,8 @@ func (r *Report) WriteTable(w io.Writer) {
 		return fmt.Sprintf("%d / %d", m.DuplicateRecords, m.DuplicateSamples)
 	})
 	add("stream holes / unacked in outboxes at end", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.StreamHoles, m.Unacked) })
-	add("acks published", num(func(m *ModeResult) int { return m.AcksPublished }))
+	add("acks published / applied by gateways", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.AcksPublished, m.AcksApplied) })
+	add("samples sent by gateways / sent again (at least)", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.BatchSamples, m.Resent) })
 	add("bowl.data_gap raised / for a range in the stream", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.DataGaps, m.FalseDataGaps) })
 	add("rule-errors / telemetry-consumer-dlq", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.RuleErrors, m.ConsumerDLQ) })
 	add("bowl events in chains", num(func(m *ModeResult) int { return m.BowlEvents }))

@@ -108,6 +108,9 @@ type run struct {
 	brokerGen int                    // broker outages so far (broker.go)
 	gwMQTT    string                 // the gateways' link to the broker (host:port)
 	status    map[int]string         // gateway -> its agent's /status URL
+	// Per gateway, over restarts (pollGateways): samples published in
+	// batches and cloud acks applied.
+	batchSamples, acksApplied map[int]*counter
 }
 
 // paidOrder is an order whose payment webhook was processed.
@@ -310,6 +313,10 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 	}
 	r.disks, r.unpowered = disks, map[int]bool{}
 	r.status = map[int]string{}
+	r.batchSamples, r.acksApplied = map[int]*counter{}, map[int]*counter{}
+	for g := range r.cfg.Gateways {
+		r.batchSamples[g], r.acksApplied[g] = &counter{}, &counter{}
+	}
 	for g := range r.cfg.Gateways {
 		simDir := filepath.Join(r.dir, fmt.Sprintf("sim-%d", g))
 		if err := os.MkdirAll(simDir, 0o755); err != nil {

@@ -50,3 +50,16 @@ func TestTelemetryDedupAndHoles(t *testing.T) {
 		t.Error("has: want ob1 4-5 held, ob1 5-5 and ob2 3-9 not")
 	}
 }
+
+// A gateway counter adds up over agent restarts, told by the uptime
+// going back even when the new count has passed the old one.
+func TestCounterOverRestarts(t *testing.T) {
+	var c counter
+	c.observe(1*time.Second, 10)
+	c.observe(2*time.Second, 30)
+	c.observe(500*time.Millisecond, 40) // restarted, and already past 30
+	c.observe(1500*time.Millisecond, 45)
+	if c.total != 75 {
+		t.Errorf("total = %d; want 75 (30 before the restart, 45 after)", c.total)
+	}
+}

@@ -16,11 +16,17 @@ import (
 // gatewayAcks is the part of an agent's /status the check reads
 // (edge/status.Report: acks and the telemetry lane).
 type gatewayAcks struct {
-	Acks struct {
+	Uptime time.Duration `json:"uptime_ns"`
+	Acks   struct {
 		UnackedSamples int64 `json:"unacked_samples"`
 		AcksApplied    int64 `json:"acks_applied"`
 		AckedSamples   int64 `json:"acked_samples"`
 	} `json:"acks"`
+	MQTT struct {
+		Telemetry struct {
+			BatchSamples int64 `json:"batch_samples"`
+		} `json:"telemetry"`
+	} `json:"mqtt"`
 	Lanes struct {
 		Telemetry struct {
 			Backlog int64 `json:"backlog"`
@@ -50,6 +56,45 @@ func (r *run) gatewayStatus(ctx context.Context, g int) (gatewayAcks, error) {
 		return st, fmt.Errorf("status of gateway %d: %w", g, err)
 	}
 	return st, nil
+}
+
+// counter adds up a gateway counter that starts again from 0 when the
+// agent restarts (its uptime went back).
+type counter struct {
+	last, total int64
+	uptime      time.Duration
+}
+
+func (c *counter) observe(uptime time.Duration, v int64) {
+	if uptime < c.uptime || v < c.last {
+		c.last = 0
+	}
+	c.total += v - c.last
+	c.last, c.uptime = v, uptime
+}
+
+// pollGateways reads every gateway's /status each second until ctx ends,
+// adding up the samples they published in batches (resends included) and
+// the cloud acks they applied, over restarts. What an agent counted since
+// the last poll before a kill is not seen, so both are lower bounds.
+func (r *run) pollGateways(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		for g := range r.cfg.Gateways {
+			if st, err := r.gatewayStatus(ctx, g); err == nil {
+				r.mu.Lock()
+				r.batchSamples[g].observe(st.Uptime, st.MQTT.Telemetry.BatchSamples)
+				r.acksApplied[g].observe(st.Uptime, st.Acks.AcksApplied)
+				r.mu.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // unacked sums the telemetry records the gateways' outboxes still hold
@@ -138,6 +183,13 @@ func (r *run) checkTelemetryPath(ctx context.Context, t *telemetry, res *ModeRes
 	res.Unacked = int(left)
 	res.check("gateway outboxes fully acknowledged", left == 0, joinFirst(ud, 5))
 	res.AcksPublished = r.acksPublished()
+	r.mu.Lock()
+	for g := range r.cfg.Gateways {
+		res.BatchSamples += int(r.batchSamples[g].total)
+		res.AcksApplied += int(r.acksApplied[g].total)
+	}
+	r.mu.Unlock()
+	res.Resent = max(0, res.BatchSamples-t.samples)
 
 	raised, wrong, err := r.falseGaps(ctx, t)
 	if err != nil {
