@@ -61,10 +61,14 @@ func (r *run) brokerOutage(ctx context.Context) (func(), error) {
 
 // ingestSubscriptions counts the subscriptions the ingests have logged so
 // far (each "mqtt subscribed" line of their logs).
-func (r *run) ingestSubscriptions() int {
+func (r *run) ingestSubscriptions() int { return r.subscriptions("ingest-") }
+
+// subscriptions counts the "mqtt subscribed" lines logged so far by the
+// processes whose name starts with prefix.
+func (r *run) subscriptions(prefix string) int {
 	n := 0
 	for name, p := range r.procs {
-		if !strings.HasPrefix(name, "ingest-") {
+		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
 		b, err := os.ReadFile(p.log)

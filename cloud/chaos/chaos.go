@@ -77,6 +77,10 @@ func (r *run) execute(ctx context.Context, timeline *os.File) (*ModeResult, erro
 		return nil, err
 	}
 	start := time.Now()
+	pctx, stopPolling := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() { r.pollGateways(pctx); close(polled) }()
+	defer func() { stopPolling(); <-polled }()
 	var notes bytes.Buffer
 	fctx, cancelFaults := context.WithCancel(ctx)
 	defer cancelFaults()
@@ -100,6 +104,8 @@ func (r *run) execute(ctx context.Context, timeline *os.File) (*ModeResult, erro
 			return nil, err
 		}
 	}
+	stopPolling()
+	<-polled
 	if err := r.check(ctx, res); err != nil {
 		return nil, err
 	}
@@ -195,6 +201,11 @@ func (r *run) settle(ctx context.Context, res *ModeResult) bool {
 			continue
 		}
 		if _, missing, _ := r.missingFrames(t); missing > 0 {
+			continue
+		}
+		// The telemetry path is quiet once the consumer has acknowledged
+		// everything each gateway holds.
+		if left, _, err := r.unacked(ctx); err != nil || left > 0 {
 			continue
 		}
 		// An empty events queue says nothing about events still in an edge
@@ -332,7 +343,11 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 	}
 	acked, missing, detail := r.missingFrames(t)
 	res.Samples, res.AckedFrames, res.LostFrames, res.DuplicateRecords = t.samples, acked, missing, t.duplicates
+	res.DuplicateSamples = t.duplicateSamples
 	res.check("acked telemetry in Kinesis", missing == 0, strings.Join(detail, "; "))
+	if err := r.checkTelemetryPath(ctx, t, res); err != nil {
+		return err
+	}
 
 	r.mu.Lock()
 	paid := slices.Clone(r.paid)

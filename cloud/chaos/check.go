@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/attr"
@@ -31,25 +31,36 @@ var effects = map[string]string{
 	catalog.SubNotifyBuyer:   fakes.Notify,
 }
 
-// telemetry is what Kinesis holds: per thing, the frame ranges of its
-// records and how many records repeated one.
+// telemetry is what Kinesis holds: per thing, the outbox seqs of its
+// samples (whatever outbox instance sent them), and how many samples and
+// records repeated one already seen by (thing, outbox, seq).
 type telemetry struct {
-	ranges     map[string][][2]uint64
-	seen       map[string]map[uint64]bool
-	samples    int
-	duplicates int
+	ranges map[string][][2]uint64
+	// seen is keyed by thing, then outbox, then seq.
+	seen             map[string]map[string]map[uint64]bool
+	records          int
+	samples          int
+	duplicates       int // records with no new sample
+	duplicateSamples int // samples resent or redelivered
+	undecodable      int
 }
 
-type kinesisRecord struct {
-	Thing   string            `json:"thing"`
-	Seq     uint64            `json:"seq"`
-	LastSeq uint64            `json:"last_seq"`
-	Samples []json.RawMessage `json:"samples"`
+// has reports whether the stream holds a sample of thing from outbox with
+// a seq in [from, to].
+func (t *telemetry) has(thing, outbox string, from, to uint64) bool {
+	for seq := range t.seen[thing][outbox] {
+		if seq >= from && seq <= to {
+			return true
+		}
+	}
+	return false
 }
 
-// readTelemetry reads the whole stream from its start.
+// readTelemetry reads the whole stream from its start, each record decoded
+// as every reader of the stream decodes it (durable.DecodeRecord, record
+// format 2).
 func (r *run) readTelemetry(ctx context.Context) (*telemetry, error) {
-	t := &telemetry{ranges: map[string][][2]uint64{}, seen: map[string]map[uint64]bool{}}
+	t := &telemetry{ranges: map[string][][2]uint64{}, seen: map[string]map[string]map[uint64]bool{}}
 	stream := r.sc.Names.TelemetryStream()
 	shards, err := r.app.Kinesis.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(stream)})
 	if err != nil {
@@ -68,20 +79,7 @@ func (r *run) readTelemetry(ctx context.Context) (*telemetry, error) {
 				return nil, fmt.Errorf("get records of %s: %w", aws.ToString(sh.ShardId), err)
 			}
 			for _, rec := range out.Records {
-				var kr kinesisRecord
-				if json.Unmarshal(rec.Data, &kr) != nil || kr.Thing == "" {
-					continue
-				}
-				if t.seen[kr.Thing] == nil {
-					t.seen[kr.Thing] = map[uint64]bool{}
-				}
-				if t.seen[kr.Thing][kr.Seq] {
-					t.duplicates++
-					continue
-				}
-				t.seen[kr.Thing][kr.Seq] = true
-				t.samples += len(kr.Samples)
-				t.ranges[kr.Thing] = append(t.ranges[kr.Thing], [2]uint64{kr.Seq, max(kr.LastSeq, kr.Seq)})
+				t.add(rec.Data)
 			}
 			if len(out.Records) == 0 && aws.ToInt64(out.MillisBehindLatest) == 0 {
 				break
@@ -92,8 +90,46 @@ func (r *run) readTelemetry(ctx context.Context) (*telemetry, error) {
 	return t, nil
 }
 
+// add counts one Kinesis record.
+func (t *telemetry) add(data []byte) {
+	rec, err := durable.DecodeRecord(data)
+	if err != nil {
+		t.undecodable++
+		return
+	}
+	t.records++
+	fresh := 0
+	for _, series := range rec.Things {
+		if t.seen[series.Thing] == nil {
+			t.seen[series.Thing] = map[string]map[uint64]bool{}
+		}
+		seqs := t.seen[series.Thing][rec.Outbox]
+		if seqs == nil {
+			seqs = map[uint64]bool{}
+			t.seen[series.Thing][rec.Outbox] = seqs
+		}
+		for _, x := range series.Samples {
+			if seqs[x.Seq] {
+				t.duplicateSamples++
+				continue
+			}
+			seqs[x.Seq] = true
+			fresh++
+			t.samples++
+			t.ranges[series.Thing] = append(t.ranges[series.Thing], [2]uint64{x.Seq, x.Seq})
+		}
+	}
+	if fresh == 0 {
+		t.duplicates++
+	}
+}
+
 // missingFrames counts, per thing, the acknowledged frames (1 through the
-// MCU's last cumulative ack) that no Kinesis record covers.
+// MCU's last cumulative ack) that no sample in Kinesis covers, reading
+// frame n as the thing's outbox seq n as the harness always has: a coverage
+// check of the seq line, since a frame gives one or more telemetry records
+// (a weight batch one per reading) and a fault frame none. holes is the
+// exact check: it finds any record an outbox held that the stream lacks.
 func (r *run) missingFrames(t *telemetry) (acked, missing int, detail []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -119,6 +155,28 @@ func (r *run) missingFrames(t *telemetry) (acked, missing int, detail []string) 
 		}
 	}
 	return acked, missing, detail
+}
+
+// holes counts, per (thing, outbox), the seqs below the highest one in
+// the stream that the stream lacks. An outbox numbers each thing's
+// telemetry from 1 without holes, so with the outbox empty at the end (every
+// record acknowledged, and acks name only seqs in the stream) no hole
+// means every telemetry record the gateway ever held reached Kinesis.
+func (t *telemetry) holes() (n int, detail []string) {
+	for thing, outboxes := range t.seen {
+		for ob, seqs := range outboxes {
+			top := uint64(0)
+			for s := range seqs {
+				top = max(top, s)
+			}
+			if miss := int(top) - len(seqs); miss > 0 {
+				n += miss
+				detail = append(detail, fmt.Sprintf("%s outbox %s: %d of seqs 1..%d not in Kinesis", thing, ob, miss, top))
+			}
+		}
+	}
+	slices.Sort(detail)
+	return n, detail
 }
 
 // chainEvent is an event row as the check needs it.

@@ -20,6 +20,11 @@ type Config struct {
 	Seed uint64
 	// Root is the repository root (go build runs there). Required.
 	Root string
+	// StackRoot is where the local emulators are installed (the folder
+	// holding deploy/local, localstack.Config.Root); default Root. It
+	// differs from Root when the code under test is a worktree without
+	// the installed emulators.
+	StackRoot string
 	// Inboxes are the worker modes to run, each with the same schedule.
 	// Default both, Bowline's first.
 	Inboxes []string

@@ -7,16 +7,19 @@
 // engine/inbox/seedinbox, with the same schedule):
 //
 //	simulated bowls (bowline-edge simulate, one process per gateway)
-//	  -> bowline-edge run (one per gateway, own bbolt outbox)
+//	  -> bowline-edge run (one per gateway, own bbolt outbox, wire v2)
 //	  -> toxiproxy -> Mosquitto (internal/mosquitto)
-//	  -> 2 x bowline ingest (shared subscription)
+//	  -> bowline rules (telemetry batches -> Kinesis, record format 2)
+//	     -> bowline consume (event source stand-in + cloud/durable)
+//	     -> bowline iot-endpoint (HTTPS Publish of acks) -> Mosquitto -> gateways
+//	  -> 2 x bowline ingest (shared subscription; bowl events)
 //	  -> DynamoDB / Kinesis (throttle proxy -> toxiproxy -> emulator)
 //	  -> bowline relay -> SQS (toxiproxy -> fauxqs)
 //	  -> 2 x bowline worker [--inbox seed] -> fake providers (in process)
 //	bowline api <- orders and signed payment webhooks from this package
 //
 // Faults are drawn from the seed: SIGKILL and restart of edge, ingest,
-// relay, worker and api processes; a broker outage; latency, resets and
+// relay, worker, api, rules, consume and iot-endpoint processes; a broker outage; latency, resets and
 // timeouts on the toxiproxy links; throttling answers from DynamoDB and
 // Kinesis; provider 5xx answers and hangs; edge power cuts, on a FUSE
 // power-cut disk (internal/powercut) under each gateway's outbox. The

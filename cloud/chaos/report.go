@@ -34,6 +34,33 @@ type ModeResult struct {
 	AckedFrames      int `json:"acked_frames"`
 	LostFrames       int `json:"lost_frames"`
 	DuplicateRecords int `json:"duplicate_kinesis_records"`
+	// DuplicateSamples are samples the stream holds more than once by
+	// (thing, outbox, seq): batches sent again after the ack timeout, or
+	// redelivered to the rule stand-in.
+	DuplicateSamples int `json:"duplicate_samples"`
+	// StreamHoles are seqs under a (thing, outbox)'s highest in the stream
+	// that the stream lacks; Unacked the telemetry records the gateways'
+	// outboxes still held at the end.
+	StreamHoles int `json:"stream_holes"`
+	Unacked     int `json:"unacked_at_end"`
+	// AcksPublished are the consumer's acks the IoT data endpoint
+	// published; DataGaps the bowl.data_gap events the consumer raised,
+	// FalseDataGaps those for a range the stream holds.
+	AcksPublished int `json:"acks_published"`
+	// BatchSamples are the samples the gateways published in batches,
+	// resends included, and AcksApplied the cloud acks they applied, as
+	// their /status counted them over restarts (lower bounds: an agent's
+	// last second before a kill is not seen); Resent is BatchSamples less
+	// the distinct samples in the stream.
+	BatchSamples  int `json:"gateway_batch_samples"`
+	AcksApplied   int `json:"gateway_acks_applied"`
+	Resent        int `json:"gateway_resent_samples"`
+	DataGaps      int `json:"data_gaps"`
+	FalseDataGaps int `json:"false_data_gaps"`
+	// RuleErrors and ConsumerDLQ are the messages in rule-errors and
+	// telemetry-consumer-dlq at the end.
+	RuleErrors  int `json:"rule_errors"`
+	ConsumerDLQ int `json:"consumer_dlq"`
 
 	ChainEvents         int `json:"chain_events"`
 	BowlEvents          int `json:"bowl_events"`
@@ -138,7 +165,14 @@ func (r *Report) WriteTable(w io.Writer) {
 	add("elapsed", func(m *ModeResult) string { return m.Elapsed })
 	add("samples in Kinesis", num(func(m *ModeResult) int { return m.Samples }))
 	add("acked frames lost", num(func(m *ModeResult) int { return m.LostFrames }))
-	add("duplicate Kinesis records (allowed)", num(func(m *ModeResult) int { return m.DuplicateRecords }))
+	add("duplicate Kinesis records / samples (allowed)", func(m *ModeResult) string {
+		return fmt.Sprintf("%d / %d", m.DuplicateRecords, m.DuplicateSamples)
+	})
+	add("stream holes / unacked in outboxes at end", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.StreamHoles, m.Unacked) })
+	add("acks published / applied by gateways", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.AcksPublished, m.AcksApplied) })
+	add("samples sent by gateways / sent again (at least)", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.BatchSamples, m.Resent) })
+	add("bowl.data_gap raised / for a range in the stream", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.DataGaps, m.FalseDataGaps) })
+	add("rule-errors / telemetry-consumer-dlq", func(m *ModeResult) string { return fmt.Sprintf("%d / %d", m.RuleErrors, m.ConsumerDLQ) })
 	add("bowl events in chains", num(func(m *ModeResult) int { return m.BowlEvents }))
 	add("duplicate bowl events", num(func(m *ModeResult) int { return m.DuplicateBowlEvents }))
 	add("device faults raised / refused by MCU / wrong", func(m *ModeResult) string {

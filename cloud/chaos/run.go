@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/fakes"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/mosquitto"
 	"github.com/bowline-iot/bowline/internal/powercut"
@@ -34,6 +36,22 @@ import (
 const (
 	ingests = 2
 	workers = 2
+	// The telemetry path's parts (docs/telemetry-path.md), one process
+	// each: the topic rules' stand-in, the consumer behind the event
+	// source stand-in, and the IoT data plane endpoint its acks go through.
+	procRules    = "rules"
+	procConsume  = "consume"
+	procEndpoint = "iot-endpoint"
+	// batchInterval and ackTimeout are the gateways' telemetry settings:
+	// short, so that a quick run sees batches lost and sent again.
+	batchInterval = time.Second
+	ackTimeout    = 20 * time.Second
+	// ackEvery is the consumer's ack cadence, well inside ackTimeout.
+	ackEvery = 3 * time.Second
+	// gapGrace is the consumer's grace for a hole: longer than two ack
+	// timeouts and the longest fault, so a batch lost and resent twice is
+	// a hole that closes, not a bowl.data_gap.
+	gapGrace = 2*ackTimeout + 10*time.Second
 	// eventsVisibility is the events queue's visibility timeout in a run
 	// (provisioning's 60s would make every crash cost a minute); the
 	// workers' lease is shorter, as engine/worker requires.
@@ -89,6 +107,10 @@ type run struct {
 	cuts      int                    // real power cuts (on a power-cut disk)
 	brokerGen int                    // broker outages so far (broker.go)
 	gwMQTT    string                 // the gateways' link to the broker (host:port)
+	status    map[int]string         // gateway -> its agent's /status URL
+	// Per gateway, over restarts (pollGateways): samples published in
+	// batches and cloud acks applied.
+	batchSamples, acksApplied map[int]*counter
 }
 
 // paidOrder is an order whose payment webhook was processed.
@@ -114,8 +136,12 @@ type simSummary struct {
 	} `json:"mcu"`
 }
 
-func tenantOf(g int) string    { return fmt.Sprintf("chaos-t%d", g) }
-func thingOf(g, b int) string  { return fmt.Sprintf("g%d-bowl-%03d", g, b) }
+func tenantOf(g int) string  { return fmt.Sprintf("chaos-t%d", g) }
+func gatewayOf(g int) string { return fmt.Sprintf("chaos-gw-%d", g) }
+
+// thingOf is a bowl's thing: "<gateway>:<bowl>", the only names a wire v2
+// agent maps (edge/agent).
+func thingOf(g, b int) string  { return thingOfDevice(g, deviceOf(b)) }
 func deviceOf(b int) string    { return fmt.Sprintf("bowl-%03d", b) }
 func hostPort(u string) string { p, _ := url.Parse(u); return p.Host }
 
@@ -124,7 +150,7 @@ func hostPort(u string) string { p, _ := url.Parse(u); return p.Host }
 func (r *run) start(ctx context.Context) error {
 	sc, err := localstack.StartScratch(ctx, localstack.Config{
 		Services: []localstack.Service{localstack.DynamoDB, localstack.SQS, localstack.Kinesis},
-		Root:     r.cfg.Root, Logger: r.log.With("part", "localstack"),
+		Root:     cmp.Or(r.cfg.StackRoot, r.cfg.Root), Logger: r.log.With("part", "localstack"),
 	}, "c")
 	if err != nil {
 		return fmt.Errorf("local stack: %w", err)
@@ -228,6 +254,11 @@ func (r *run) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	iotAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	env = append(env, "AWS_ENDPOINT_URL_IOT_DATA_PLANE=http://"+iotAddr)
 	r.apiURL = "http://" + apiAddr
 	r.procs = map[string]*proc{}
 	add := func(name string, args ...string) { r.procs[name] = newProc(r.dir, name, r.bins.Bowline, env, args...) }
@@ -235,6 +266,13 @@ func (r *run) start(ctx context.Context) error {
 		add(fmt.Sprintf("ingest-%d", i), "ingest", "--client-id", fmt.Sprintf("chaos-ingest-%d", i), "--gap-grace", "10m")
 	}
 	add("relay", "relay", "--poll", "100ms")
+	// The telemetry path. The rule stand-in keeps a persistent session
+	// under a fixed client id, so while it is down Mosquitto queues the
+	// batches for it; ingest carries the bowl events only.
+	add(procRules, "rules", "--client-id", "chaos-rules", "--legacy-telemetry-v1=false")
+	add(procEndpoint, "iot-endpoint", "--broker", "tcp://"+mqttAddr, "--addr", iotAddr, "--client-id", "chaos-iot-endpoint")
+	add(procConsume, "consume", "--ack-every", ackEvery.String(), "--gap-grace", gapGrace.String(),
+		"--poll", "250ms", "--shard-refresh", "2s", "--invoke-timeout", "20s", "--iot-endpoint", "http://"+iotAddr)
 	for i := range workers {
 		add(fmt.Sprintf("worker-%d", i), "worker", "--inbox", r.mode, "--wait", "2s",
 			"--lease", workerLease.String(), "--pollers", "2")
@@ -245,15 +283,16 @@ func (r *run) start(ctx context.Context) error {
 			return err
 		}
 	}
-	// The gateways start once every ingest has subscribed: until the
-	// shared subscription exists the broker acknowledges and drops what
-	// they publish (AWS IoT too; ingest runs long before any gateway in
+	// The gateways start once every ingest and the rule stand-in have
+	// subscribed: until a subscription exists the broker acknowledges and
+	// drops what they publish (AWS IoT too for the events; Basic Ingest
+	// has no subscriber, and the rules run long before any gateway in
 	// production). Without this wait the first gateway's first frames
 	// were lost whenever an ingest took a while to lease its slot.
 	deadline := time.Now().Add(time.Minute)
-	for r.ingestSubscriptions() < ingests {
+	for r.ingestSubscriptions() < ingests || r.subscriptions(procRules) < 1 {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ingests not subscribed after a minute (see %s)", r.procs["ingest-0"].log)
+			return fmt.Errorf("ingests or the rule stand-in not subscribed after a minute (see %s, %s)", r.procs["ingest-0"].log, r.procs[procRules].log)
 		}
 		select {
 		case <-ctx.Done():
@@ -273,6 +312,11 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 		return err
 	}
 	r.disks, r.unpowered = disks, map[int]bool{}
+	r.status = map[int]string{}
+	r.batchSamples, r.acksApplied = map[int]*counter{}, map[int]*counter{}
+	for g := range r.cfg.Gateways {
+		r.batchSamples[g], r.acksApplied[g] = &counter{}, &counter{}
+	}
 	for g := range r.cfg.Gateways {
 		simDir := filepath.Join(r.dir, fmt.Sprintf("sim-%d", g))
 		if err := os.MkdirAll(simDir, 0o755); err != nil {
@@ -304,13 +348,19 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		statusAddr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		r.status[g] = "http://" + statusAddr + "/status"
 		conf := map[string]any{
-			"tenant": tenantOf(g), "gateway": fmt.Sprintf("chaos-gw-%d", g), "broker": "tcp://" + r.gwMQTT,
+			"tenant": tenantOf(g), "gateway": gatewayOf(g), "broker": "tcp://" + r.gwMQTT,
 			"outbox":      map[string]any{"path": filepath.Join(r.dir, fmt.Sprintf("edge-%d.db", g))},
-			"status_addr": "off", "things": map[string]string{},
-			// Wire v1 until the harness runs the rule stand-in and the
-			// consumer that acknowledges v2 batches.
-			"telemetry": map[string]any{"wire": "v1"},
+			"status_addr": statusAddr, "things": map[string]string{},
+			// Wire v2: batches through the rule stand-in, deleted only on
+			// the consumer's ack, sent again after ackTimeout.
+			"telemetry": map[string]any{"wire": "v2", "rule": wire.RuleName(r.sc.Names.Stack, wire.TelemetryRule),
+				"batch_interval": batchInterval.String(), "ack_timeout": ackTimeout.String()},
 		}
 		var inputs []string
 		for _, l := range r.links[g] {
@@ -368,7 +418,7 @@ func (r *run) readSim(g int, rd io.Reader, linksReady chan struct{}) {
 
 func (r *run) truthPath(g int) string { return filepath.Join(r.dir, fmt.Sprintf("truth-%d.jsonl", g)) }
 
-func thingOfDevice(g int, device string) string { return fmt.Sprintf("g%d-%s", g, device) }
+func thingOfDevice(g int, device string) string { return gatewayOf(g) + ":" + device }
 
 // childEnv is this process's environment for a child, with the stack's
 // AWS settings and the given overrides.

@@ -36,8 +36,15 @@ func (f Fault) String() string {
 	return s + fmt.Sprintf(" for %.1fs", f.For.Seconds())
 }
 
+// telemetryPath are the processes of the telemetry path (run.go): the
+// rule stand-in, the consumer and the IoT data endpoint.
+var telemetryPath = []string{procRules, procConsume, procEndpoint}
+
 // Schedule draws n faults over window from seed; the same inputs give the
-// same schedule. Kill targets are the named processes of the run.
+// same schedule. Kill targets are the named processes of the run. A
+// schedule of at least 10 faults starts with one kill of each part of the
+// telemetry path at a drawn time, so every run, the quick one too, loses
+// each of them once; the other kills may hit them again.
 func Schedule(seed uint64, n int, window time.Duration, gateways, ingests, workers int) []Fault {
 	r := rand.New(rand.NewPCG(seed, 0xb0771e))
 	var procs []string
@@ -51,6 +58,7 @@ func Schedule(seed uint64, n int, window time.Duration, gateways, ingests, worke
 		procs = append(procs, fmt.Sprintf("worker-%d", i))
 	}
 	procs = append(procs, "relay", "api")
+	procs = append(procs, telemetryPath...)
 	links := []string{"dynamodb", "sqs", "kinesis", "mqtt"}
 	toxics := []string{"latency", "reset_peer", "timeout"}
 	providers := []string{"shopify", "shipping", "notify"}
@@ -58,7 +66,12 @@ func Schedule(seed uint64, n int, window time.Duration, gateways, ingests, worke
 		return time.Duration((lo + r.Float64()*(hi-lo)) * float64(time.Second))
 	}
 	out := make([]Fault, 0, n)
-	for range n {
+	if n >= 10 {
+		for _, p := range telemetryPath {
+			out = append(out, Fault{At: time.Duration(r.Int64N(int64(window))), Kind: FaultKill, Target: p, For: secs(0.5, 4)})
+		}
+	}
+	for len(out) < n {
 		f := Fault{At: time.Duration(r.Int64N(int64(window)))}
 		switch k := r.IntN(100); {
 		case k < 35:

@@ -25,6 +25,17 @@ func TestScheduleIsSeeded(t *testing.T) {
 		}
 		kinds[f.Kind]++
 	}
+	killed := map[string]bool{}
+	for _, f := range Schedule(2, 14, 30*time.Second, 2, 2, 2) {
+		if f.Kind == FaultKill {
+			killed[f.Target] = true
+		}
+	}
+	for _, p := range telemetryPath {
+		if !killed[p] {
+			t.Errorf("Schedule(2, 14) kills %v; want a kill of %s", killed, p)
+		}
+	}
 	if len(a) != 60 || len(kinds) < 6 {
 		t.Errorf("Schedule(7, 60) = %d faults of %d kinds (%v); want 60 of at least 6 kinds", len(a), len(kinds), kinds)
 	}

@@ -19,6 +19,9 @@ var (
 	// ErrUnauthorized marks a request without a SigV4 signature for
 	// signing name iotdata, or with a wrong one (LocalEndpoint).
 	ErrUnauthorized = errors.New("missing or invalid SigV4 authorization for iotdata")
+	// ErrBrokerUnavailable marks a publish MQTTBroker could not hand to
+	// its broker: not connected, or no PUBACK in time.
+	ErrBrokerUnavailable = errors.New("mqtt broker unavailable")
 )
 
 // StatusError is an HTTP answer other than 200 to a Publish.

@@ -78,14 +78,14 @@ func run() error {
 	if *deviceFaults > 0 {
 		cfg.DeviceFaults = *deviceFaults
 	}
-	cfg.Root = os.Getenv("BOWLINE_ROOT")
-	if cfg.Root == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		cfg.Root = wd
+	// The binaries are built from the repository the program runs in;
+	// the emulators come from $BOWLINE_ROOT when it names another
+	// checkout (a worktree has no deploy/local installed).
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
 	}
+	cfg.Root, cfg.StackRoot = wd, os.Getenv("BOWLINE_ROOT")
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}

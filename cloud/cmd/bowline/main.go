@@ -27,6 +27,7 @@ func main() {
 			{Name: "rules", Summary: "MQTT -> Kinesis (the AWS IoT topic rules stand-in)", Run: runRules},
 			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: runRelay},
 			{Name: "consume", Summary: "Kinesis telemetry -> the telemetry consumer (Lambda's event source stand-in)", Run: runConsume},
+			{Name: "iot-endpoint", Summary: "HTTPS Publish -> MQTT (the AWS IoT data plane stand-in the consumer's acks go through)", Run: runIoTEndpoint},
 			{Name: "worker", Summary: "run DURABLE subscriptions from the events queue", Run: runWorker},
 			{Name: "api", Summary: "HTTP API: orders, payment webhooks, reconcile, the web console", Run: runAPI},
 			{Name: "emit", Summary: "emit one event through the engine", Run: runEmit},
