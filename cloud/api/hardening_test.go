@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -114,6 +115,53 @@ func TestTokenCheckTimeDoesNotDependOnTheTokenLength(t *testing.T) {
 		if ratio > 2 {
 			t.Errorf("%s %s: a wrong token of the configured length takes %v, against a short configured token %v (x%.1f); want the same",
 				route.method, route.path, best[0], best[1], ratio)
+		}
+	}
+}
+
+// TestShortSecretsAreRefusedAtStartup: `bowline api` (SettingsFromEnv)
+// refuses a bearer token, ops token or webhook secret shorter than
+// MinSecretLen, naming the variable and never printing the value; empty
+// ones keep their meaning (no tokens, no ops token, "required" at New).
+func TestShortSecretsAreRefusedAtStartup(t *testing.T) {
+	long := "0123456789abcdef" // MinSecretLen bytes
+	if len(long) != api.MinSecretLen {
+		t.Fatalf("test value is %d bytes; want MinSecretLen %d", len(long), api.MinSecretLen)
+	}
+	ok := map[string]string{api.TokensEnv: long + "=tenant-a", api.OpsTokenEnv: long + "-ops", api.WebhookSecretEnv: long + "-hook"}
+	set := func(env map[string]string) {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+	}
+	t.Setenv(api.PricesEnv, "")
+	t.Setenv(api.AddrEnv, "")
+	set(ok)
+	if _, err := api.SettingsFromEnv(); err != nil {
+		t.Fatalf("SettingsFromEnv with secrets of %d bytes = %v; want nil", api.MinSecretLen, err)
+	}
+	for _, tc := range []struct{ name, env, value, secret, want string }{
+		{"one-character token", api.TokensEnv, "Z=tenant-a", "Z=", `token of tenant "tenant-a"`},
+		{"short second token", api.TokensEnv, long + "=tenant-a,sh0rtTok=tenant-b", "sh0rtTok", `token of tenant "tenant-b"`},
+		{"short ops token", api.OpsTokenEnv, "sh0rtOps", "sh0rtOps", api.OpsTokenEnv},
+		{"webhook secret one byte short", api.WebhookSecretEnv, "sh0rtHook012345", "sh0rtHook", api.WebhookSecretEnv},
+	} {
+		set(ok)
+		t.Setenv(tc.env, tc.value)
+		_, err := api.SettingsFromEnv()
+		if !errors.Is(err, api.ErrShortSecret) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.env) {
+			t.Errorf("%s: SettingsFromEnv = %v; want ErrShortSecret naming %s and %s", tc.name, err, tc.env, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), tc.secret) {
+			t.Errorf("%s: error %q prints the secret", tc.name, err)
+		}
+	}
+	for _, env := range []string{api.TokensEnv, api.OpsTokenEnv, api.WebhookSecretEnv} {
+		set(ok)
+		t.Setenv(env, "")
+		if _, err := api.SettingsFromEnv(); err != nil {
+			t.Errorf("SettingsFromEnv with %s empty = %v; want nil", env, err)
 		}
 	}
 }
