@@ -230,8 +230,9 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 
 // newOrderID returns a ULID of now whose 80 random bits are read from
 // crypto/rand for every order, so no order id tells another
-// (docs/commerce.md, "Orders are keyed by id, not by tenant"). ulid.Make's source is a math/rand
-// seeded from the clock and, within a millisecond, monotonic.
+// (docs/commerce.md, "Orders are keyed by id, not by tenant"). ulid.Make's
+// source is a math/rand seeded from the clock and, within a millisecond,
+// monotonic.
 func newOrderID(now time.Time) (string, error) {
 	id, err := ulid.New(ulid.Timestamp(now), rand.Reader)
 	if err != nil {
