@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,12 @@ const (
 	OpsTokenEnv      = "BOWLINE_OPS_TOKEN"
 	WebhookSecretEnv = "BOWLINE_WEBHOOK_SECRET"
 )
+
+// MinSecretLen is the shortest bearer token, ops token or webhook secret
+// SettingsFromEnv accepts, in bytes. Each should be a long random value
+// (bowline dev generates 16 random bytes, hex: 32 characters and a prefix);
+// 16 bytes is the floor below which a token could be guessed or searched.
+const MinSecretLen = 16
 
 // DefaultAddr is where `bowline api` listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:8080"
@@ -199,7 +206,11 @@ type Settings struct {
 
 // SettingsFromEnv reads BOWLINE_API_ADDR (default DefaultAddr),
 // BOWLINE_API_TOKENS, BOWLINE_OPS_TOKEN, BOWLINE_WEBHOOK_SECRET and the
-// price list file named by BOWLINE_PRICES (LoadPrices).
+// price list file named by BOWLINE_PRICES (LoadPrices). A token or secret
+// shorter than MinSecretLen is an error wrapping ErrShortSecret that names
+// the variable (and a token's tenant), never the value. An empty ops token
+// or webhook secret is not an error here: bowline dev generates them, and
+// Config.Validate refuses an API without a webhook secret.
 func SettingsFromEnv() (Settings, error) {
 	tokens, err := ParseTokens(os.Getenv(TokensEnv))
 	if err != nil {
@@ -212,12 +223,38 @@ func SettingsFromEnv() (Settings, error) {
 	if _, _, err := net.SplitHostPort(s.Addr); err != nil {
 		return Settings{}, fmt.Errorf("%s %q: %w", AddrEnv, s.Addr, err)
 	}
+	if err := s.checkSecrets(); err != nil {
+		return Settings{}, err
+	}
 	if path := os.Getenv(PricesEnv); path != "" {
 		if s.Prices, err = LoadPrices(path); err != nil {
 			return Settings{}, err
 		}
 	}
 	return s, nil
+}
+
+// checkSecrets refuses a secret shorter than MinSecretLen; empty ones are
+// left to the caller (see SettingsFromEnv).
+func (s Settings) checkSecrets() error {
+	short := func(v string) bool { return v != "" && len(v) < MinSecretLen }
+	var tenants []string // of short tokens, sorted so the error is stable
+	for tok, tenant := range s.Tokens {
+		if short(tok) {
+			tenants = append(tenants, tenant)
+		}
+	}
+	if len(tenants) > 0 {
+		slices.Sort(tenants)
+		return fmt.Errorf("%s: the token of tenant %q is shorter than %d bytes; want a long random value: %w", TokensEnv, tenants[0], MinSecretLen, ErrShortSecret)
+	}
+	if short(s.OpsToken) {
+		return fmt.Errorf("%s: shorter than %d bytes; want a long random value: %w", OpsTokenEnv, MinSecretLen, ErrShortSecret)
+	}
+	if short(s.WebhookSecret) {
+		return fmt.Errorf("%s: shorter than %d bytes; want a long random value: %w", WebhookSecretEnv, MinSecretLen, ErrShortSecret)
+	}
+	return nil
 }
 
 // The engine and the SDK client satisfy the interfaces above.

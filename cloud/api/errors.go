@@ -37,6 +37,9 @@ var (
 	ErrStaleSignature = errors.New("webhook timestamp outside tolerance")
 	// ErrBadTokens: BOWLINE_API_TOKENS is malformed.
 	ErrBadTokens = errors.New("malformed api tokens")
+	// ErrShortSecret: a token or secret of the environment is shorter than
+	// MinSecretLen.
+	ErrShortSecret = errors.New("api secret too short")
 )
 
 // apiError is the body of every error response.

@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "bowline_api_idempotency_repeats_total", Help: "Orders with a repeated Idempotency-Key, by outcome (replayed, conflict).",
 		}, []string{"outcome"}),
 		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bowline_api_payment_mismatches_total", Help: "Signed payments whose amount or currency differ from their order's (not marked paid), by reason.",
+			Name: "bowline_api_payment_mismatches_total", Help: "Signed payments whose amount or currency differ from their order's, by reason: amount, currency (not marked paid), duplicate_amount, duplicate_currency (a repeat of the payment that paid the order, answered duplicate).",
 		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.events, m.rejected, m.duplicates, m.idem, m.mismatch)

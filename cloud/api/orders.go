@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 	"unicode"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
@@ -160,7 +162,11 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 
 	now := a.cfg.Now().UTC()
-	id := ulid.Make().String()
+	id, err := newOrderID(now)
+	if err != nil {
+		a.internal(w, r, err)
+		return
+	}
 	corr := r.Header.Get(CorrelationIDHeader)
 	if corr == "" {
 		corr = id
@@ -220,6 +226,19 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.emitFailed(w, r, fmt.Errorf("create order for tenant %q: %w", tenant, err))
 	}
+}
+
+// newOrderID returns a ULID of now whose 80 random bits are read from
+// crypto/rand for every order, so no order id tells another
+// (docs/commerce.md, "Orders are keyed by id, not by tenant"). ulid.Make's
+// source is a math/rand seeded from the clock and, within a millisecond,
+// monotonic.
+func newOrderID(now time.Time) (string, error) {
+	id, err := ulid.New(ulid.Timestamp(now), rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("order id: %w", err)
+	}
+	return id.String(), nil
 }
 
 // expected is what the client said it expects to pay, for an error.

@@ -98,7 +98,7 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeOrderNotFound, fmt.Sprintf("order %q not found", d.OrderID))
 		return
 	}
-	if done, ok := a.alreadyPaid(w, order, d.PaymentID); done || !ok {
+	if done, ok := a.alreadyPaid(w, order, d); done || !ok {
 		return
 	}
 	if reason := paymentMismatch(order, *d.AmountCents, d.Currency); reason != "" {
@@ -163,7 +163,7 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 			a.unavailable(w, r, fmt.Errorf("re-read order %q after %w: %v", d.OrderID, err, rerr))
 			return
 		}
-		if done, ok := a.alreadyPaid(w, order, d.PaymentID); done || !ok {
+		if done, ok := a.alreadyPaid(w, order, d); done || !ok {
 			return
 		}
 		writeError(w, http.StatusConflict, CodePaymentReused, fmt.Sprintf("payment %q already paid another order", d.PaymentID))
@@ -204,13 +204,24 @@ func paymentMismatch(o Order, amount int64, currency string) string {
 
 // alreadyPaid answers for an order that is no longer pending: a repeat of
 // the same payment is a duplicate (200, nothing emitted), another payment is
-// a conflict. done is true when a response was written for a repeat; ok is
-// false when a conflict was written.
-func (a *API) alreadyPaid(w http.ResponseWriter, o Order, paymentID string) (done, ok bool) {
+// a conflict. A repeat whose amount or currency differs from the order's
+// (which the payment matched when it paid) is still a duplicate, but is
+// logged and counted as a mismatch with reason "duplicate_amount" or
+// "duplicate_currency": the provider is saying something else about a
+// payment that is already booked. done is true when a response was
+// written for a repeat; ok is false when a conflict was written.
+func (a *API) alreadyPaid(w http.ResponseWriter, o Order, d webhookData) (done, ok bool) {
 	if o.Status == StatusPending {
 		return false, true
 	}
-	if o.PaymentID == paymentID {
+	if o.PaymentID == d.PaymentID {
+		if reason := paymentMismatch(o, *d.AmountCents, d.Currency); reason != "" {
+			a.metrics.paymentMismatch("duplicate_" + reason)
+			a.log.Warn("repeated payment differs from the one that paid its order; answered duplicate",
+				"reason", "duplicate_"+reason, "tenant", o.Tenant, "order", o.ID, "payment", d.PaymentID,
+				"paid_cents", *d.AmountCents, "paid_currency", d.Currency,
+				"order_cents", o.AmountCents, "order_currency", o.Currency)
+		}
 		a.metrics.webhookDuplicate()
 		writeJSON(w, http.StatusOK, webhookResult{Status: "duplicate", OrderID: o.ID})
 		return true, true

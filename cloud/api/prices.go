@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -78,10 +79,14 @@ func (p PriceList) total(items []Item) (amount int64, currency string, err error
 	return amount, currency, nil
 }
 
-// LoadPrices reads a price list file: a JSON object of SKU to
-// {"amount_cents":N,"currency":"USD"}, decoded strictly and validated.
+// maxPriceFile bounds a price list file, as MaxBodyBytes bounds a request
+// body: ten thousand SKUs fit in well under a megabyte.
+const maxPriceFile = 1 << 20
+
+// LoadPrices reads a price list file of at most 1 MiB: a JSON object of SKU
+// to {"amount_cents":N,"currency":"USD"}, decoded strictly and validated.
 func LoadPrices(path string) (PriceList, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFileMax(path, maxPriceFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", PricesEnv, path, err)
 	}
@@ -93,4 +98,21 @@ func LoadPrices(path string) (PriceList, error) {
 		return nil, fmt.Errorf("%s %s: %w", PricesEnv, path, err)
 	}
 	return p, nil
+}
+
+// readFileMax reads the file at path, refusing one over max bytes.
+func readFileMax(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("file exceeds %d bytes", max)
+	}
+	return b, nil
 }

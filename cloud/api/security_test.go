@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bowline-iot/bowline/cloud/api"
 )
@@ -155,5 +159,101 @@ func TestFieldBounds(t *testing.T) {
 	}
 	if typ := types_(f.events(f.tenantA)); len(typ) != 1 {
 		t.Errorf("events = %v; want only the one valid order's", typ)
+	}
+}
+
+// nested is a JSON value of depth arrays inside one another, 2*depth bytes.
+func nested(depth int) string {
+	return strings.Repeat("[", depth) + strings.Repeat("]", depth)
+}
+
+// allocated returns the bytes the process allocated while fn ran.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDeeplyNestedBodyIsRefusedCheaply: a 50 KB order of arrays nested
+// 25,000 deep used to take seconds and hundreds of megabytes (the strict
+// decoder recursed per level and built the path string at every one); it
+// is now 400 invalid_json naming the nesting, within a bounded allocation.
+// The same decoder reads the webhook (after its signature) and its data.
+func TestDeeplyNestedBodyIsRefusedCheaply(t *testing.T) {
+	f := newFixture(t)
+	const maxAlloc = 10 << 20 // generous: the refusal itself needs a few hundred KB
+	body := `{"customer_id":"c1","pet_id":"p1","items":` + nested(25_000) + `}`
+	if len(body) < 50_000 {
+		t.Fatalf("body is %d bytes; want at least 50 KB", len(body))
+	}
+	var r response
+	start := time.Now()
+	n := allocated(func() { r = f.order(f.tokenA, "", body) })
+	took := time.Since(start)
+	if r.Status != http.StatusBadRequest || r.code(t) != api.CodeInvalidJSON || !strings.Contains(string(r.Body), "nested more than 32 levels") {
+		t.Errorf("order nested 25,000 deep = %d %.300s; want 400 %s naming the nesting", r.Status, r.Body, api.CodeInvalidJSON)
+	}
+	if n > maxAlloc {
+		t.Errorf("order nested 25,000 deep allocated %d MB; want under %d MB", n>>20, maxAlloc>>20)
+	}
+	if took > 2*time.Second {
+		t.Errorf("order nested 25,000 deep took %v; want well under 2s", took)
+	}
+	t.Logf("50 KB nested order: %d KB allocated, %v", n>>10, took)
+
+	for name, hook := range map[string]string{
+		"webhook":      `{"id":"evt_n","type":"other","data":` + nested(25_000) + `}`,
+		"webhook data": `{"id":"evt_n","type":"payment.succeeded","data":{"payment_id":` + nested(25_000) + `}}`,
+	} {
+		b := []byte(hook)
+		n := allocated(func() { r = f.webhook(b, sign(b)) })
+		if r.Status != http.StatusBadRequest || r.code(t) != api.CodeInvalidJSON || !strings.Contains(string(r.Body), "nested more than 32 levels") {
+			t.Errorf("%s nested 25,000 deep = %d %.300s; want 400 %s naming the nesting", name, r.Status, r.Body, api.CodeInvalidJSON)
+		}
+		if n > maxAlloc {
+			t.Errorf("%s nested 25,000 deep allocated %d MB; want under %d MB", name, n>>20, maxAlloc>>20)
+		}
+	}
+
+	// 32 levels are still read (and then refused because a sku is not a
+	// list), 33 are not.
+	at := func(levels int) string { // the object, items, the item: 3 levels
+		return `{"customer_id":"c1","pet_id":"p1","items":[{"sku":` + nested(levels-3) + `,"qty":1}]}`
+	}
+	if r := f.order(f.tokenA, "", at(32)); r.Status != http.StatusBadRequest || strings.Contains(string(r.Body), "nested") || !strings.Contains(string(r.Body), "sku") {
+		t.Errorf("order with 32 levels = %d %s; want 400 naming sku, not the nesting", r.Status, r.Body)
+	}
+	if r := f.order(f.tokenA, "", at(33)); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "nested more than 32") {
+		t.Errorf("order with 33 levels = %d %s; want 400 naming the nesting", r.Status, r.Body)
+	}
+	if n := len(f.events(f.tenantA)); n != 0 {
+		t.Errorf("events after refused bodies = %d; want 0", n)
+	}
+}
+
+// TestDeeplyNestedPriceFileIsRefused: the price list file goes through the
+// same decoder.
+func TestDeeplyNestedPriceFileIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(path, []byte(`{"TAG-001":`+nested(25_000)+`}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	n := allocated(func() { _, err = api.LoadPrices(path) })
+	if err == nil || !strings.Contains(err.Error(), "nested more than 32 levels") {
+		t.Errorf("LoadPrices(nested 25,000 deep) = %v; want an error naming the nesting", err)
+	}
+	if n > 10<<20 {
+		t.Errorf("LoadPrices(nested 25,000 deep) allocated %d MB; want under 10 MB", n>>20)
+	}
+	big := `{"TAG-001":{"amount_cents":4999,"currency":"USD"}}` + strings.Repeat(" ", 1<<20)
+	if err := os.WriteFile(path, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.LoadPrices(path); err == nil || !strings.Contains(err.Error(), "exceeds 1048576 bytes") {
+		t.Errorf("LoadPrices(a file over 1 MiB) = %v; want an error naming the limit", err)
 	}
 }

@@ -21,6 +21,10 @@ type API struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
+	// tokens and opsSum are the digests of Config.Tokens and
+	// Config.OpsToken (auth.go).
+	tokens []tenantToken
+	opsSum digest
 }
 
 // New validates cfg and returns the API.
@@ -29,7 +33,8 @@ func New(cfg Config) (*API, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	a := &API{cfg: cfg, log: cfg.Logger.With("component", "api"), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux()}
+	a := &API{cfg: cfg, log: cfg.Logger.With("component", "api"), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux(),
+		tokens: tenantTokens(cfg.Tokens), opsSum: digestOf(cfg.OpsToken)}
 	m := a.metrics
 	a.mux.Handle("POST /v1/orders", m.instrument("/v1/orders", a.createOrder))
 	a.mux.Handle("POST /v1/webhooks/payments", m.instrument("/v1/webhooks/payments", a.paymentWebhook))

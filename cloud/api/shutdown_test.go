@@ -68,7 +68,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	lstest.Stack(t)
 	tenant, token := "tg-"+randHex(4), "tok-"+randHex(8)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", api.TokensEnv+"="+token+"="+tenant, api.WebhookSecretEnv+"=s")
+	cmd.Env = append(os.Environ(), childEnv+"=1", api.TokensEnv+"="+token+"="+tenant, api.WebhookSecretEnv+"=whsec-"+randHex(8))
 	cmd.Stderr = t.Output()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
