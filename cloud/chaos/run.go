@@ -233,7 +233,7 @@ func (r *run) start(ctx context.Context) error {
 				return fmt.Errorf("register %s: %w", thingOf(g, b), err)
 			}
 		}
-		r.tokens[tenantOf(g)] = fmt.Sprintf("chaos-token-%d", g)
+		r.tokens[tenantOf(g)] = fmt.Sprintf("chaos-api-token-%04d", g)
 		toks = append(toks, r.tokens[tenantOf(g)]+"="+tenantOf(g))
 	}
 
@@ -248,7 +248,7 @@ func (r *run) start(ctx context.Context) error {
 		adapters.NotifyURLEnv:               urls[fakes.Notify],
 		api.TokensEnv:                       strings.Join(toks, ","),
 		api.WebhookSecretEnv:                webhookSecret,
-		api.OpsTokenEnv:                     "chaos-ops",
+		api.OpsTokenEnv:                     "chaos-ops-token-0001",
 	})
 	apiAddr, err := freeAddr()
 	if err != nil {
