@@ -62,6 +62,8 @@ type File struct {
 		ConnectTimeout  Duration `json:"connect_timeout"`
 		InFlight        int      `json:"in_flight"`
 		Rate            float64  `json:"rate"`
+		ByteRate        int      `json:"byte_rate"`
+		PubackTimeout   Duration `json:"puback_timeout"`
 		MaxPayload      int      `json:"max_payload"`
 		MaxBatchSamples int      `json:"max_batch_samples"`
 		BackoffMin      Duration `json:"backoff_min"`
@@ -174,8 +176,10 @@ func Flags(fs *flag.FlagSet, f *File) {
 	})
 	fs.Var(durFlag{&f.MQTT.KeepAlive}, "mqtt-keepalive", "MQTT keepalive (default 30s)")
 	fs.Var(durFlag{&f.MQTT.ConnectTimeout}, "mqtt-connect-timeout", "bound on one connection attempt (default 10s)")
-	fs.IntVar(&f.MQTT.InFlight, "mqtt-in-flight", f.MQTT.InFlight, "unacknowledged QoS 1 publishes at most (default 100, the AWS IoT limit)")
-	fs.Float64Var(&f.MQTT.Rate, "mqtt-rate", f.MQTT.Rate, "publishes per second at most (default 100, the AWS IoT limit)")
+	fs.IntVar(&f.MQTT.InFlight, "mqtt-in-flight", f.MQTT.InFlight, "unacknowledged QoS 1 publishes at most (default 20; AWS IoT allows 100 per connection)")
+	fs.Float64Var(&f.MQTT.Rate, "mqtt-rate", f.MQTT.Rate, "publishes per second at most (default 20; AWS IoT throttles over 100 per connection, and a throttled publish may get no PUBACK)")
+	fs.IntVar(&f.MQTT.ByteRate, "mqtt-byte-rate", f.MQTT.ByteRate, "payload bytes per second at most; one message always passes (default 131072; AWS IoT allows 512 KiB/s per connection)")
+	fs.Var(durFlag{&f.MQTT.PubackTimeout}, "mqtt-puback-timeout", "a publish with no PUBACK this long ends the connection; the gateway reconnects and resends from the outbox (default 20s)")
 	fs.IntVar(&f.MQTT.MaxPayload, "mqtt-max-payload", f.MQTT.MaxPayload, "bytes per message at most (default 131072, the AWS IoT limit)")
 	fs.IntVar(&f.MQTT.MaxBatchSamples, "mqtt-max-batch-samples", f.MQTT.MaxBatchSamples, "samples per telemetry message at most (default 1000)")
 	fs.Var(durFlag{&f.MQTT.BackoffMin}, "mqtt-backoff-min", "first reconnect delay; doubles per failure, jittered (default 500ms)")
@@ -240,6 +244,7 @@ func (f File) Agent() (agent.Config, error) {
 		v     float64
 	}{
 		{"mqtt.in_flight", float64(f.MQTT.InFlight)}, {"mqtt.rate", f.MQTT.Rate}, {"mqtt.max_payload", float64(f.MQTT.MaxPayload)},
+		{"mqtt.byte_rate", float64(f.MQTT.ByteRate)}, {"mqtt.puback_timeout", float64(f.MQTT.PubackTimeout)},
 		{"mqtt.max_batch_samples", float64(f.MQTT.MaxBatchSamples)}, {"mqtt.keepalive", float64(f.MQTT.KeepAlive)},
 		{"mqtt.connect_timeout", float64(f.MQTT.ConnectTimeout)}, {"mqtt.backoff_min", float64(f.MQTT.BackoffMin)},
 		{"mqtt.backoff_max", float64(f.MQTT.BackoffMax)}, {"outbox.max_bytes", float64(f.Outbox.MaxBytes)},
@@ -270,7 +275,8 @@ func (f File) Agent() (agent.Config, error) {
 	c.Forward = forward.Config{
 		Broker: f.Broker, Tenant: f.Tenant, ClientID: f.Gateway, Thing: f.Gateway,
 		KeepAlive: time.Duration(f.MQTT.KeepAlive), ConnectTimeout: time.Duration(f.MQTT.ConnectTimeout),
-		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
+		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, ByteRate: f.MQTT.ByteRate,
+		PubackTimeout: time.Duration(f.MQTT.PubackTimeout), MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
 		BackoffMin: time.Duration(f.MQTT.BackoffMin), BackoffMax: time.Duration(f.MQTT.BackoffMax),
 		Wire: f.Telemetry.Wire, Rule: f.Telemetry.Rule,
 		BatchInterval: time.Duration(f.Telemetry.BatchInterval), AckTimeout: time.Duration(f.Telemetry.AckTimeout),
