@@ -93,11 +93,11 @@ func (w *wtx) dropFirst(thing string, b *bolt.Bucket) (DropReport, error) {
 }
 
 func (w *wtx) enforceCap() error {
-	cfg := w.o.cfg
+	maxBytes, maxTelemetry := w.budget.caps(w.o.cfg)
 	var runs []*dropRun
 	for {
 		ev, tel := w.stat(bytesStat(Events)), w.stat(bytesStat(Telemetry))
-		if tel == 0 || (tel <= cfg.MaxBytes-cfg.EventReserve && ev+tel <= cfg.MaxBytes) {
+		if tel == 0 || (tel <= maxTelemetry && ev+tel <= maxBytes) {
 			break
 		}
 		thing, b, ok := w.oldestTelemetry()

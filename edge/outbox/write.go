@@ -66,8 +66,9 @@ func (o *Outbox) commit(batch []*op) {
 	o.mu.RLock()
 	age := o.age()
 	err := o.db.Update(func(tx *bolt.Tx) error {
+		budget := o.budget(tx)
 		for i, p := range batch {
-			w := &wtx{tx: tx, o: o, age: age}
+			w := &wtx{tx: tx, o: o, age: age, budget: budget}
 			errs[i] = p.fn(w)
 			if errs[i] == nil {
 				added = added || w.added
@@ -155,6 +156,9 @@ type wtx struct {
 	o     *Outbox
 	added bool
 	age   time.Duration // the age clock at the start of the transaction
+	// budget is the space at the start of the transaction: its
+	// EffectiveMaxBytes is the cap Append and the drops enforce.
+	budget Budget
 }
 
 func nextKey(l Lane, thing string) []byte { return append([]byte{byte(l)}, thing...) }
@@ -209,8 +213,9 @@ func (w *wtx) append(entries []Entry, state map[string][]byte) error {
 		newCost[e.Lane] += recordCost(len(vals[i]))
 	}
 	evBytes := w.stat(bytesStat(Events))
-	if evBytes+newCost[Events] > w.o.cfg.MaxBytes {
-		return fmt.Errorf("append %d events (%d bytes) to %d of %d bytes: %w", len(entries), newCost[Events], evBytes, w.o.cfg.MaxBytes, ErrFull)
+	if maxBytes, _ := w.budget.caps(w.o.cfg); evBytes+newCost[Events] > maxBytes {
+		return fmt.Errorf("append %d events (%d bytes) to %d of %d bytes (max_bytes %d, file system free %d): %w",
+			len(entries), newCost[Events], evBytes, maxBytes, w.o.cfg.MaxBytes, w.budget.FSFreeBytes, ErrFull)
 	}
 	// Checks passed: from here on, write.
 	next := map[laneThing]uint64{}
