@@ -73,6 +73,7 @@ type File struct {
 		Path         string   `json:"path"`
 		MaxBytes     int64    `json:"max_bytes"`
 		EventReserve int64    `json:"event_reserve"`
+		DiskHeadroom int64    `json:"disk_headroom"`
 		TelemetryTTL Duration `json:"telemetry_ttl"`
 		EventTTL     Duration `json:"event_ttl"`
 	} `json:"outbox"`
@@ -185,7 +186,8 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.Var(durFlag{&f.MQTT.BackoffMin}, "mqtt-backoff-min", "first reconnect delay; doubles per failure, jittered (default 500ms)")
 	fs.Var(durFlag{&f.MQTT.BackoffMax}, "mqtt-backoff-max", "longest reconnect delay (default 1m)")
 	fs.StringVar(&f.Outbox.Path, "outbox", f.Outbox.Path, "bbolt outbox file (default /var/lib/bowline-edge/outbox.db)")
-	fs.Int64Var(&f.Outbox.MaxBytes, "outbox-max-bytes", f.Outbox.MaxBytes, "disk cap of the stored records in bytes (default 268435456)")
+	fs.Int64Var(&f.Outbox.MaxBytes, "outbox-max-bytes", f.Outbox.MaxBytes, "cap of the stored records in bytes (default 268435456); lowered at every commit to what the disk can still hold, so a full disk drops the oldest telemetry and reports it (docs/disk-budget.md)")
+	fs.Int64Var(&f.Outbox.DiskHeadroom, "outbox-disk-headroom", f.Outbox.DiskHeadroom, "file system bytes the outbox budget leaves free, for one commit's growth (default 1048576)")
 	fs.Int64Var(&f.Outbox.EventReserve, "outbox-event-reserve", f.Outbox.EventReserve, "bytes of the cap telemetry may not use, kept for events (default max/10)")
 	fs.Var(durFlag{&f.Outbox.TelemetryTTL}, "outbox-telemetry-ttl", "drop (and report) telemetry that waited in the outbox longer than this, measured on a monotonic clock, never by wall time (default 168h)")
 	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events that waited in the outbox longer than this (default 0: never)")
@@ -248,7 +250,7 @@ func (f File) Agent() (agent.Config, error) {
 		{"mqtt.max_batch_samples", float64(f.MQTT.MaxBatchSamples)}, {"mqtt.keepalive", float64(f.MQTT.KeepAlive)},
 		{"mqtt.connect_timeout", float64(f.MQTT.ConnectTimeout)}, {"mqtt.backoff_min", float64(f.MQTT.BackoffMin)},
 		{"mqtt.backoff_max", float64(f.MQTT.BackoffMax)}, {"outbox.max_bytes", float64(f.Outbox.MaxBytes)},
-		{"outbox.event_reserve", float64(f.Outbox.EventReserve)}, {"outbox.telemetry_ttl", float64(f.Outbox.TelemetryTTL)},
+		{"outbox.event_reserve", float64(f.Outbox.EventReserve)}, {"outbox.disk_headroom", float64(f.Outbox.DiskHeadroom)}, {"outbox.telemetry_ttl", float64(f.Outbox.TelemetryTTL)},
 		{"outbox.event_ttl", float64(f.Outbox.EventTTL)}, {"telemetry.batch_interval", float64(f.Telemetry.BatchInterval)},
 		{"telemetry.ack_timeout", float64(f.Telemetry.AckTimeout)},
 	} {
@@ -297,7 +299,7 @@ func (f File) Agent() (agent.Config, error) {
 		path = DefaultOutboxPath
 	}
 	c.Outbox = outbox.Config{
-		Path: path, MaxBytes: f.Outbox.MaxBytes, EventReserve: f.Outbox.EventReserve,
+		Path: path, MaxBytes: f.Outbox.MaxBytes, EventReserve: f.Outbox.EventReserve, DiskHeadroom: f.Outbox.DiskHeadroom,
 		TelemetryTTL: time.Duration(f.Outbox.TelemetryTTL), EventTTL: time.Duration(f.Outbox.EventTTL),
 	}
 	if err := c.Outbox.Validate(); err != nil {
