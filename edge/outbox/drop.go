@@ -153,9 +153,7 @@ func (w *wtx) report(runs []*dropRun, reason string) error {
 			return err
 		}
 		w.o.log.Warn("dropped telemetry", "thing", r.thing, "from_seq", r.FromSeq, "to_seq", r.ToSeq, "count", r.Count, "reason", reason)
-		if h := w.o.hooks.Dropped; h != nil {
-			h(Telemetry, r.thing, r.Count, reason)
-		}
+		w.drops = append(w.drops, dropNote{Telemetry, r.thing, r.Count, reason})
 	}
 	return nil
 }
@@ -226,9 +224,7 @@ func (w *wtx) expire() error {
 					return err
 				}
 				w.o.log.Warn("expired events", "thing", thing, "count", n, "ttl", ttl)
-				if h := w.o.hooks.Dropped; h != nil {
-					h(Events, thing, n, ReasonTTL)
-				}
+				w.drops = append(w.drops, dropNote{Events, thing, n, ReasonTTL})
 			}
 		}
 	}

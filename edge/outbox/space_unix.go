@@ -1,0 +1,19 @@
+//go:build unix
+
+package outbox
+
+import (
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// fsFree returns the bytes available on the file system holding path, or
+// -1 when statfs fails.
+func fsFree(path string) int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return -1
+	}
+	return int64(st.Bavail) * int64(st.Bsize) //nolint:unconvert // Bsize is not int64 everywhere
+}
