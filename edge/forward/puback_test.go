@@ -15,6 +15,7 @@ import (
 	"github.com/bowline-iot/bowline/edge/outbox"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/internal/mqttbroker"
+	"github.com/bowline-iot/bowline/internal/pricing"
 	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
@@ -102,15 +103,26 @@ func TestUnansweredPublishEndsTheSession(t *testing.T) {
 	}
 }
 
+// TestDefaultRatesAreUnderAWSQuotas holds the defaults to at most a fifth
+// of AWS IoT Core's per-connection quotas (internal/pricing's table) and a
+// quarter of its throughput: over them AWS throttles, and a throttled
+// publish may get no PUBACK.
 func TestDefaultRatesAreUnderAWSQuotas(t *testing.T) {
 	c := Config{}
 	c.setDefaults()
-	// AWS IoT Core per connection: 100 publishes/s, 100 unacknowledged
-	// QoS 1 publishes, 512 KiB/s.
-	if c.Rate > 50 || c.InFlight > 50 || c.ByteRate > 256<<10 {
-		t.Errorf("defaults Rate %g, InFlight %d, ByteRate %d; want at most half of AWS IoT's 100/s, 100, 512 KiB/s", c.Rate, c.InFlight, c.ByteRate)
+	rate := pricing.QuotaOf(pricing.QIoTConnPublishRate).Default
+	throughput := pricing.QuotaOf(pricing.QIoTConnThroughput).Default
+	if c.Rate > rate/5 {
+		t.Errorf("default Rate = %g; want at most %g, a fifth of the %g/s quota", c.Rate, rate/5, rate)
+	}
+	// AWS IoT Core: 100 unacknowledged QoS 1 publishes per connection.
+	if c.InFlight > 100/5 {
+		t.Errorf("default InFlight = %d; want at most 20, a fifth of AWS IoT's 100", c.InFlight)
+	}
+	if float64(c.ByteRate) > throughput/4 {
+		t.Errorf("default ByteRate = %d; want at most %g, a quarter of the %g bytes/s quota", c.ByteRate, throughput/4, throughput)
 	}
 	if c.PubackTimeout <= 0 || c.PubackTimeout > time.Minute {
-		t.Errorf("default PubackTimeout %s; want a bound under a minute", c.PubackTimeout)
+		t.Errorf("default PubackTimeout = %s; want a bound under a minute", c.PubackTimeout)
 	}
 }
