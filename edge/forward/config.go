@@ -47,8 +47,10 @@ type Config struct {
 	// outbox. A throttled publish may be neither PUBACKed nor disconnected
 	// by the broker, and paho does not resend on a live connection, so
 	// without this bound one silent broker would wedge the forwarder. It
-	// must exceed the time to write InFlight messages on the slowest link.
-	// Default 20s.
+	// must exceed the time to write InFlight messages on the slowest link:
+	// with the defaults a link of at least ByteRate (about 1 Mbit/s) never
+	// queues more than a second of data; on a slower one lower ByteRate or
+	// raise PubackTimeout. Default 20s.
 	PubackTimeout time.Duration
 	// MaxPayload bounds one message in bytes. Default wire.MaxPayload
 	// (131072, 128 KB).

@@ -7,7 +7,8 @@ import (
 // fileOverhead is how many bytes of file a byte of record may take: bbolt
 // writes every changed page to a new page before it frees the old one
 // (copy on write), pages are not all full, and branch pages and the
-// freelist come on top. Measured files stay under 1.5; 2 leaves a margin.
+// freelist come on top. TestFullDiskDropsOldestTelemetryAndKeepsEvents
+// ends at about 1.1; 2 leaves a margin.
 const fileOverhead = 2
 
 // Budget is the space the outbox may use at one commit: the logical cap
@@ -27,9 +28,9 @@ type Budget struct {
 	// write however full the file system gets.
 	ReservedBytes int64 `json:"reserved_bytes"`
 	// EffectiveMaxBytes is the cap in force: the stored records' logical
-	// size plus what the file can still grow into (file free pages and
-	// file system space minus Config.DiskHeadroom, over fileOverhead), and
-	// never above MaxBytes.
+	// size plus what the file can still grow into (file free pages,
+	// reserved bytes and file system space, minus Config.DiskHeadroom,
+	// over fileOverhead), and never above MaxBytes.
 	EffectiveMaxBytes int64 `json:"effective_max_bytes"`
 	// DiskLimited reports that the disk, not MaxBytes, sets the cap.
 	DiskLimited bool `json:"disk_limited"`
