@@ -292,7 +292,7 @@ func (a *Agent) Report(context.Context) (status.Report, error) {
 	r := status.Report{
 		Tenant: a.cfg.Forward.Tenant, Gateway: a.cfg.Forward.ClientID, Uptime: now.Sub(a.started),
 		Lanes: status.LaneReports{Events: status.LaneFrom(s.Events, now), Telemetry: status.LaneFrom(s.Telemetry, now)},
-		Disk:  status.Disk{Path: a.out.Path(), FileBytes: s.FileBytes, FreeBytes: s.FreeBytes, CapBytes: s.MaxBytes},
+		Disk:  status.DiskFrom(a.out.Path(), s),
 		MQTT:  a.fwd.Status(),
 	}
 	r.Acks = status.AcksFrom(s.Telemetry, r.MQTT.Telemetry, now)

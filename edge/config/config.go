@@ -62,6 +62,8 @@ type File struct {
 		ConnectTimeout  Duration `json:"connect_timeout"`
 		InFlight        int      `json:"in_flight"`
 		Rate            float64  `json:"rate"`
+		ByteRate        int      `json:"byte_rate"`
+		PubackTimeout   Duration `json:"puback_timeout"`
 		MaxPayload      int      `json:"max_payload"`
 		MaxBatchSamples int      `json:"max_batch_samples"`
 		BackoffMin      Duration `json:"backoff_min"`
@@ -71,6 +73,7 @@ type File struct {
 		Path         string   `json:"path"`
 		MaxBytes     int64    `json:"max_bytes"`
 		EventReserve int64    `json:"event_reserve"`
+		DiskHeadroom int64    `json:"disk_headroom"`
 		TelemetryTTL Duration `json:"telemetry_ttl"`
 		EventTTL     Duration `json:"event_ttl"`
 	} `json:"outbox"`
@@ -174,14 +177,17 @@ func Flags(fs *flag.FlagSet, f *File) {
 	})
 	fs.Var(durFlag{&f.MQTT.KeepAlive}, "mqtt-keepalive", "MQTT keepalive (default 30s)")
 	fs.Var(durFlag{&f.MQTT.ConnectTimeout}, "mqtt-connect-timeout", "bound on one connection attempt (default 10s)")
-	fs.IntVar(&f.MQTT.InFlight, "mqtt-in-flight", f.MQTT.InFlight, "unacknowledged QoS 1 publishes at most (default 100, the AWS IoT limit)")
-	fs.Float64Var(&f.MQTT.Rate, "mqtt-rate", f.MQTT.Rate, "publishes per second at most (default 100, the AWS IoT limit)")
+	fs.IntVar(&f.MQTT.InFlight, "mqtt-in-flight", f.MQTT.InFlight, "unacknowledged QoS 1 publishes at most (default 20; AWS IoT allows 100 per connection)")
+	fs.Float64Var(&f.MQTT.Rate, "mqtt-rate", f.MQTT.Rate, "publishes per second at most (default 20; AWS IoT throttles over 100 per connection, and a throttled publish may get no PUBACK)")
+	fs.IntVar(&f.MQTT.ByteRate, "mqtt-byte-rate", f.MQTT.ByteRate, "payload bytes per second at most; one message always passes (default 131072; AWS IoT allows 512 KiB/s per connection)")
+	fs.Var(durFlag{&f.MQTT.PubackTimeout}, "mqtt-puback-timeout", "a publish with no PUBACK this long ends the connection; the gateway reconnects and resends from the outbox (default 20s)")
 	fs.IntVar(&f.MQTT.MaxPayload, "mqtt-max-payload", f.MQTT.MaxPayload, "bytes per message at most (default 131072, the AWS IoT limit)")
 	fs.IntVar(&f.MQTT.MaxBatchSamples, "mqtt-max-batch-samples", f.MQTT.MaxBatchSamples, "samples per telemetry message at most (default 1000)")
 	fs.Var(durFlag{&f.MQTT.BackoffMin}, "mqtt-backoff-min", "first reconnect delay; doubles per failure, jittered (default 500ms)")
 	fs.Var(durFlag{&f.MQTT.BackoffMax}, "mqtt-backoff-max", "longest reconnect delay (default 1m)")
 	fs.StringVar(&f.Outbox.Path, "outbox", f.Outbox.Path, "bbolt outbox file (default /var/lib/bowline-edge/outbox.db)")
-	fs.Int64Var(&f.Outbox.MaxBytes, "outbox-max-bytes", f.Outbox.MaxBytes, "disk cap of the stored records in bytes (default 268435456)")
+	fs.Int64Var(&f.Outbox.MaxBytes, "outbox-max-bytes", f.Outbox.MaxBytes, "cap of the stored records in bytes (default 268435456); lowered at every commit to what the disk can still hold, so a full disk drops the oldest telemetry and reports it (docs/disk-budget.md)")
+	fs.Int64Var(&f.Outbox.DiskHeadroom, "outbox-disk-headroom", f.Outbox.DiskHeadroom, "file system bytes the outbox budget leaves free, for one commit's growth (default 1048576)")
 	fs.Int64Var(&f.Outbox.EventReserve, "outbox-event-reserve", f.Outbox.EventReserve, "bytes of the cap telemetry may not use, kept for events (default max/10)")
 	fs.Var(durFlag{&f.Outbox.TelemetryTTL}, "outbox-telemetry-ttl", "drop (and report) telemetry that waited in the outbox longer than this, measured on a monotonic clock, never by wall time (default 168h)")
 	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events that waited in the outbox longer than this (default 0: never)")
@@ -240,10 +246,11 @@ func (f File) Agent() (agent.Config, error) {
 		v     float64
 	}{
 		{"mqtt.in_flight", float64(f.MQTT.InFlight)}, {"mqtt.rate", f.MQTT.Rate}, {"mqtt.max_payload", float64(f.MQTT.MaxPayload)},
+		{"mqtt.byte_rate", float64(f.MQTT.ByteRate)}, {"mqtt.puback_timeout", float64(f.MQTT.PubackTimeout)},
 		{"mqtt.max_batch_samples", float64(f.MQTT.MaxBatchSamples)}, {"mqtt.keepalive", float64(f.MQTT.KeepAlive)},
 		{"mqtt.connect_timeout", float64(f.MQTT.ConnectTimeout)}, {"mqtt.backoff_min", float64(f.MQTT.BackoffMin)},
 		{"mqtt.backoff_max", float64(f.MQTT.BackoffMax)}, {"outbox.max_bytes", float64(f.Outbox.MaxBytes)},
-		{"outbox.event_reserve", float64(f.Outbox.EventReserve)}, {"outbox.telemetry_ttl", float64(f.Outbox.TelemetryTTL)},
+		{"outbox.event_reserve", float64(f.Outbox.EventReserve)}, {"outbox.disk_headroom", float64(f.Outbox.DiskHeadroom)}, {"outbox.telemetry_ttl", float64(f.Outbox.TelemetryTTL)},
 		{"outbox.event_ttl", float64(f.Outbox.EventTTL)}, {"telemetry.batch_interval", float64(f.Telemetry.BatchInterval)},
 		{"telemetry.ack_timeout", float64(f.Telemetry.AckTimeout)},
 	} {
@@ -270,7 +277,8 @@ func (f File) Agent() (agent.Config, error) {
 	c.Forward = forward.Config{
 		Broker: f.Broker, Tenant: f.Tenant, ClientID: f.Gateway, Thing: f.Gateway,
 		KeepAlive: time.Duration(f.MQTT.KeepAlive), ConnectTimeout: time.Duration(f.MQTT.ConnectTimeout),
-		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
+		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, ByteRate: f.MQTT.ByteRate,
+		PubackTimeout: time.Duration(f.MQTT.PubackTimeout), MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
 		BackoffMin: time.Duration(f.MQTT.BackoffMin), BackoffMax: time.Duration(f.MQTT.BackoffMax),
 		Wire: f.Telemetry.Wire, Rule: f.Telemetry.Rule,
 		BatchInterval: time.Duration(f.Telemetry.BatchInterval), AckTimeout: time.Duration(f.Telemetry.AckTimeout),
@@ -291,7 +299,7 @@ func (f File) Agent() (agent.Config, error) {
 		path = DefaultOutboxPath
 	}
 	c.Outbox = outbox.Config{
-		Path: path, MaxBytes: f.Outbox.MaxBytes, EventReserve: f.Outbox.EventReserve,
+		Path: path, MaxBytes: f.Outbox.MaxBytes, EventReserve: f.Outbox.EventReserve, DiskHeadroom: f.Outbox.DiskHeadroom,
 		TelemetryTTL: time.Duration(f.Outbox.TelemetryTTL), EventTTL: time.Duration(f.Outbox.EventTTL),
 	}
 	if err := c.Outbox.Validate(); err != nil {

@@ -29,10 +29,29 @@ type Config struct {
 	KeepAlive time.Duration
 	// ConnectTimeout bounds one connection attempt. Default 10s.
 	ConnectTimeout time.Duration
-	// InFlight bounds unacknowledged publishes. Default 100.
+	// InFlight bounds unacknowledged publishes. Default 20, a fifth of
+	// AWS IoT Core's 100 per connection.
 	InFlight int
-	// Rate bounds publishes per second. Default 100.
+	// Rate bounds publishes per second. Default 20, a fifth of AWS IoT
+	// Core's 100 per connection: over it AWS throttles, and a throttled
+	// publish may get no PUBACK at all (PubackTimeout). With telemetry in
+	// one batch per BatchInterval, 20/s is far more than a gateway needs.
 	Rate float64
+	// ByteRate bounds payload bytes per second; one message of up to
+	// MaxPayload always passes at once. Default 131072 (128 KiB/s), a
+	// quarter of AWS IoT Core's 512 KiB/s per connection.
+	ByteRate int
+	// PubackTimeout is how long a QoS 1 publish may wait for its PUBACK.
+	// When one waits longer the session ends (ErrPubackTimeout): the
+	// forwarder reconnects and resends everything not PUBACKed from the
+	// outbox. A throttled publish may be neither PUBACKed nor disconnected
+	// by the broker, and paho does not resend on a live connection, so
+	// without this bound one silent broker would wedge the forwarder. It
+	// must exceed the time to write InFlight messages on the slowest link:
+	// with the defaults a link of at least ByteRate (about 1 Mbit/s) never
+	// queues more than a second of data; on a slower one lower ByteRate or
+	// raise PubackTimeout. Default 20s.
+	PubackTimeout time.Duration
 	// MaxPayload bounds one message in bytes. Default wire.MaxPayload
 	// (131072, 128 KB).
 	MaxPayload int
@@ -109,10 +128,16 @@ func (c *Config) setDefaults() {
 		c.ConnectTimeout = 10 * time.Second
 	}
 	if c.InFlight == 0 {
-		c.InFlight = 100
+		c.InFlight = 20
 	}
 	if c.Rate == 0 {
-		c.Rate = 100
+		c.Rate = 20
+	}
+	if c.ByteRate == 0 {
+		c.ByteRate = 128 << 10
+	}
+	if c.PubackTimeout == 0 {
+		c.PubackTimeout = 20 * time.Second
 	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = wire.MaxPayload
@@ -155,6 +180,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("forward config: in_flight %d: want 1-65535", c.InFlight)
 	case c.Rate < 0:
 		return fmt.Errorf("forward config: rate %g: must be positive", c.Rate)
+	case c.ByteRate < 0:
+		return fmt.Errorf("forward config: byte_rate %d: must be positive", c.ByteRate)
+	case c.PubackTimeout < 0:
+		return fmt.Errorf("forward config: puback_timeout %s: must not be negative", c.PubackTimeout)
 	case c.MaxPayload < 0 || (c.MaxPayload > 0 && c.MaxPayload < 1024):
 		return fmt.Errorf("forward config: max_payload %d: want at least 1024", c.MaxPayload)
 	case c.BackoffMin < 0 || c.BackoffMax < 0 || (c.BackoffMax > 0 && c.BackoffMin > c.BackoffMax):

@@ -34,6 +34,16 @@
 // a fresh paho client per connection so no message is resent twice, once
 // by paho's own store and once from the outbox.
 //
-// Limits default to AWS IoT Core's: 100 unacknowledged QoS 1 publishes, 100
-// publishes per second per connection, 128 KB per message.
+// Every QoS 1 publish has a PUBACK deadline (Config.PubackTimeout, default
+// 20s). AWS IoT Core throttles a connection over its quotas and a
+// throttled publish may get neither a PUBACK nor a disconnect; paho does
+// not resend on a live connection, so the publish would hold its in-flight
+// slot for ever. A publish past its deadline ends the session
+// (ErrPubackTimeout); the forwarder reconnects and resends from the outbox
+// everything not PUBACKed, which the cloud deduplicates.
+//
+// Limits default well under AWS IoT Core's per-connection quotas (100
+// publishes per second, 100 unacknowledged QoS 1 publishes, 512 KiB/s):
+// 20 publishes per second, 20 in flight, 128 KiB/s of payload. The message
+// size defaults to AWS's 128 KB, a hard limit rather than a rate.
 package forward

@@ -99,7 +99,8 @@ type TelemetryStatus struct {
 type Forwarder struct {
 	cfg     Config
 	src     Source
-	limiter *rate.Limiter
+	limiter *rate.Limiter // messages
+	bytes   *rate.Limiter // payload bytes
 	hooks   Hooks
 
 	sent *ledger // telemetry sent and not acknowledged (wire v2)
@@ -119,6 +120,7 @@ func New(cfg Config, src Source) (*Forwarder, error) {
 		cfg:     cfg,
 		src:     src,
 		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), burst),
+		bytes:   rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, cfg.MaxPayload)),
 		status:  Status{Broker: cfg.Broker, Telemetry: TelemetryStatus{Wire: cfg.Wire}},
 		sent:    newLedger(),
 	}, nil
@@ -376,10 +378,10 @@ func (p *pump) ackSource(lane outbox.Lane, thing string, first, last uint64) fun
 	}
 }
 
-// publish sends one message within the window and the rate limit. When
+// publish sends one message within the window and the rate limits. When
 // its PUBACK arrives, onPuback runs (an error ends the session); when the
-// message is not PUBACKed (publish error, session over), onLost runs
-// instead. Either may be nil. publish returns an error, and runs neither,
+// message is not PUBACKed (publish error, no PUBACK within PubackTimeout,
+// which ends the session, session over), onLost runs instead. Either may be nil. publish returns an error, and runs neither,
 // only when the session ended before the message was handed to the client.
 func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []byte, onPuback func() error, onLost func()) error {
 	select {
@@ -388,6 +390,10 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 		return context.Cause(p.sctx)
 	}
 	if err := p.f.limiter.Wait(p.sctx); err != nil {
+		<-p.sem
+		return context.Cause(p.sctx)
+	}
+	if err := p.f.bytes.WaitN(p.sctx, min(len(payload), p.f.bytes.Burst())); err != nil {
 		<-p.sem
 		return context.Cause(p.sctx)
 	}
@@ -406,10 +412,18 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 	go func() {
 		defer p.wg.Done()
 		defer func() { <-p.sem }()
+		deadline := time.NewTimer(p.f.cfg.PubackTimeout)
+		defer deadline.Stop()
 		select {
 		case <-tok.Done():
 		case <-p.sctx.Done():
 			lost()
+			return
+		case <-deadline.C:
+			// A broker that throttles may never answer; paho does not
+			// resend on a live connection. Only a new session resends.
+			lost()
+			p.cancel(fmt.Errorf("publish %s: %w after %s", topic, ErrPubackTimeout, p.f.cfg.PubackTimeout))
 			return
 		}
 		if err := tok.Error(); err != nil {

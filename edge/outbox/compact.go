@@ -33,6 +33,12 @@ func (o *Outbox) compactLocked() (bool, error) {
 	if fi.Size() < o.cfg.CompactMinBytes || float64(free) <= o.cfg.CompactFreeRatio*float64(fi.Size()) {
 		return false, nil
 	}
+	// The copy needs the live part of the file again on the same disk; on
+	// a full disk it would fail, and Open with it.
+	if avail, live := fsFree(o.cfg.Path), fi.Size()-free; avail >= 0 && avail < live+o.cfg.DiskHeadroom {
+		o.log.Warn("outbox not compacted: the copy would not fit on the disk", "path", o.cfg.Path, "live_bytes", live, "fs_free_bytes", avail)
+		return false, nil
+	}
 	tmp := o.cfg.Path + ".compact"
 	_ = os.Remove(tmp)
 	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
@@ -66,6 +72,7 @@ func (o *Outbox) compactLocked() (bool, error) {
 		return false, fmt.Errorf("compact outbox %s: reopen: %w", o.cfg.Path, err)
 	}
 	o.db = db
+	o.reservedEnd.Store(0) // a new file: reserve again
 	nfi, _ := os.Stat(o.cfg.Path)
 	var after int64
 	if nfi != nil {

@@ -11,7 +11,18 @@ type Config struct {
 	// Path of the bbolt file. Required.
 	Path string
 	// MaxBytes caps the logical size of all stored records. Default 256 MiB.
+	// The cap in force is lower when the disk cannot hold it: see
+	// DiskHeadroom and Budget.
 	MaxBytes int64
+	// DiskHeadroom is file system space the outbox leaves unused when it
+	// budgets its file: every commit lowers the effective cap to the
+	// stored records plus what the file can still grow into (its free
+	// pages and the file system's free space minus DiskHeadroom, halved for
+	// bbolt's copy-on-write), so a full disk drops the oldest telemetry
+	// and reports it instead of failing the commit with ENOSPC. The
+	// headroom is what a single commit may take beyond that estimate.
+	// Default 1 MiB.
+	DiskHeadroom int64
 	// EventReserve is the part of MaxBytes telemetry may never use, kept for
 	// events. Default MaxBytes/10.
 	EventReserve int64
@@ -56,6 +67,9 @@ func (c *Config) setDefaults() {
 	if c.EventReserve == 0 {
 		c.EventReserve = c.MaxBytes / 10
 	}
+	if c.DiskHeadroom == 0 {
+		c.DiskHeadroom = 1 << 20
+	}
 	if c.TelemetryTTL == 0 {
 		c.TelemetryTTL = 7 * 24 * time.Hour
 	}
@@ -85,6 +99,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("outbox config: max_bytes %d: must not be negative", c.MaxBytes)
 	case c.EventReserve < 0 || (c.MaxBytes > 0 && c.EventReserve >= c.MaxBytes):
 		return fmt.Errorf("outbox config: event_reserve %d: must be in [0, max_bytes)", c.EventReserve)
+	case c.DiskHeadroom < 0:
+		return fmt.Errorf("outbox config: disk_headroom %d: must not be negative", c.DiskHeadroom)
 	case c.EventTTL < 0:
 		return fmt.Errorf("outbox config: event_ttl %s: must not be negative", c.EventTTL)
 	case c.MaxBatch < 0:

@@ -35,11 +35,17 @@
 //
 // # Disk cap and TTL
 //
-// The logical size of the stored records is capped ([Config.MaxBytes]).
-// Telemetry may use the cap minus [Config.EventReserve]; when it would exceed
-// that, or the whole file would exceed the cap, the oldest telemetry is
-// dropped and a bowl.telemetry_dropped event naming the dropped seq range is
-// written in the same transaction. Events are never dropped for space: when
+// The logical size of the stored records is capped ([Config.MaxBytes]), and
+// the cap in force is lowered at every commit to what the disk can hold
+// ([Budget]; docs/disk-budget.md): the stored bytes plus half of what the
+// file can still grow into (its free pages, the blocks reserved for it with
+// fallocate, the file system's free space from statfs, minus
+// [Config.DiskHeadroom]). A commit that hits ENOSPC all the same is retried
+// once after a transaction that drops the oldest telemetry.
+// Telemetry may use the cap minus [Config.EventReserve] (scaled down with
+// the cap); when it would exceed that, or the whole file would exceed the
+// cap, the oldest telemetry is dropped and a bowl.telemetry_dropped event
+// naming the dropped seq range is written in the same transaction. Events are never dropped for space: when
 // only events are left, Append fails with [ErrFull] and the caller must not
 // acknowledge its source. Each lane has a TTL; expired telemetry is reported
 // the same way, expired events are counted and logged. A record's age is
@@ -66,5 +72,6 @@
 // so no record was ever acknowledged from it.
 //
 // bbolt never shrinks its file. [Outbox.Compact] rewrites it when most of it
-// is free; Open does so on start when [Config.CompactFreeRatio] is exceeded.
+// is free; Open does so on start when [Config.CompactFreeRatio] is exceeded,
+// unless the copy would not fit on the file system.
 package outbox

@@ -93,11 +93,11 @@ func (w *wtx) dropFirst(thing string, b *bolt.Bucket) (DropReport, error) {
 }
 
 func (w *wtx) enforceCap() error {
-	cfg := w.o.cfg
+	maxBytes, maxTelemetry := w.budget.caps(w.o.cfg)
 	var runs []*dropRun
 	for {
 		ev, tel := w.stat(bytesStat(Events)), w.stat(bytesStat(Telemetry))
-		if tel == 0 || (tel <= cfg.MaxBytes-cfg.EventReserve && ev+tel <= cfg.MaxBytes) {
+		if tel == 0 || (tel <= maxTelemetry && ev+tel <= maxBytes) {
 			break
 		}
 		thing, b, ok := w.oldestTelemetry()
@@ -153,9 +153,7 @@ func (w *wtx) report(runs []*dropRun, reason string) error {
 			return err
 		}
 		w.o.log.Warn("dropped telemetry", "thing", r.thing, "from_seq", r.FromSeq, "to_seq", r.ToSeq, "count", r.Count, "reason", reason)
-		if h := w.o.hooks.Dropped; h != nil {
-			h(Telemetry, r.thing, r.Count, reason)
-		}
+		w.drops = append(w.drops, dropNote{Telemetry, r.thing, r.Count, reason})
 	}
 	return nil
 }
@@ -226,9 +224,7 @@ func (w *wtx) expire() error {
 					return err
 				}
 				w.o.log.Warn("expired events", "thing", thing, "count", n, "ttl", ttl)
-				if h := w.o.hooks.Dropped; h != nil {
-					h(Events, thing, n, ReasonTTL)
-				}
+				w.drops = append(w.drops, dropNote{Events, thing, n, ReasonTTL})
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -43,6 +44,10 @@ type Outbox struct {
 
 	closeOnce sync.Once
 	hooks     Hooks
+
+	// reservedEnd is the end of the disk blocks reserve allocated to the
+	// file (0: none yet, or the file was rewritten).
+	reservedEnd atomic.Int64
 
 	// The age clock (see Config.Elapsed): ageBase as stored in the file
 	// at Open, plus the monotonic time since then.
@@ -110,6 +115,7 @@ func Open(cfg Config) (*Outbox, error) {
 		_ = o.db.Close()
 		return nil, err
 	}
+	o.reserve()
 	o.startWriter()
 	return o, nil
 }

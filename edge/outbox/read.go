@@ -185,6 +185,9 @@ type Stats struct {
 	FileBytes int64 `json:"file_bytes"`
 	FreeBytes int64 `json:"free_bytes"`
 	MaxBytes  int64 `json:"max_bytes"`
+	// Budget is the disk budget now: the file system's free space and the
+	// cap in force (EffectiveMaxBytes, at most MaxBytes).
+	Budget Budget `json:"budget"`
 }
 
 // Lane returns the stats of lane l.
@@ -220,6 +223,7 @@ func (o *Outbox) Stats() (Stats, error) {
 			}
 		}
 		s.FileBytes = tx.Size()
+		s.Budget = o.budget(tx)
 		// Info reads the mmap, which a commit may remap: only under a read
 		// transaction (which holds bbolt's mmap lock) is that safe.
 		pageSize = tx.DB().Info().PageSize

@@ -3,7 +3,9 @@ package outbox
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -60,25 +62,28 @@ func (o *Outbox) failQueued() {
 
 func (o *Outbox) commit(batch []*op) {
 	start := time.Now()
-	errs := make([]error, len(batch))
-	var added bool
-	entries := 0
 	o.mu.RLock()
-	age := o.age()
-	err := o.db.Update(func(tx *bolt.Tx) error {
-		for i, p := range batch {
-			w := &wtx{tx: tx, o: o, age: age}
-			errs[i] = p.fn(w)
-			if errs[i] == nil {
-				added = added || w.added
-				entries += p.entries
-			}
+	errs, drops, added, entries, err := o.commitOnce(batch)
+	if errors.Is(err, syscall.ENOSPC) {
+		// The budget was not enough: the disk filled faster than it
+		// predicted (another writer on it, or a commit larger than the
+		// headroom). Make room in a transaction of its own, whose pages
+		// the retry can reuse, then retry once.
+		if serr := o.squeeze(); serr != nil {
+			o.log.Error("outbox commit failed: no space left on the disk, and dropping telemetry to make room failed too", "path", o.cfg.Path, "err", serr)
+		} else {
+			errs, drops, added, entries, err = o.commitOnce(batch)
 		}
-		return tx.Bucket(bucketMeta).Put(keyAge, binary.BigEndian.AppendUint64(nil, uint64(age)))
-	})
+	}
+	if err == nil {
+		o.reserve()
+	}
 	o.mu.RUnlock()
-	if o.hooks.Committed != nil && err == nil {
-		o.hooks.Committed(len(batch), entries, time.Since(start))
+	if err == nil {
+		o.noteDrops(drops)
+		if o.hooks.Committed != nil {
+			o.hooks.Committed(len(batch), entries, time.Since(start))
+		}
 	}
 	for i, p := range batch {
 		if err != nil {
@@ -89,6 +94,69 @@ func (o *Outbox) commit(batch []*op) {
 	}
 	if err == nil && added {
 		o.signal()
+	}
+}
+
+// commitOnce runs batch in one transaction. An operation can run more
+// than once (after a failed commit, which rolled back), so it must act on
+// the transaction only; drops are returned, to be reported once the
+// transaction has committed.
+func (o *Outbox) commitOnce(batch []*op) (errs []error, drops []dropNote, added bool, entries int, err error) {
+	age := o.age()
+	err = o.db.Update(func(tx *bolt.Tx) error {
+		errs, drops, added, entries = make([]error, len(batch)), nil, false, 0
+		budget := o.budget(tx)
+		for i, p := range batch {
+			w := &wtx{tx: tx, o: o, age: age, budget: budget}
+			errs[i] = p.fn(w)
+			if errs[i] == nil {
+				added = added || w.added
+				entries += p.entries
+				drops = append(drops, w.drops...)
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyAge, binary.BigEndian.AppendUint64(nil, uint64(age)))
+	})
+	return errs, drops, added, entries, err
+}
+
+// squeeze drops the oldest eighth of the stored records' logical size
+// (at least DiskHeadroom), oldest telemetry first, and reports it, in a
+// transaction that writes little else.
+func (o *Outbox) squeeze() error {
+	var drops []dropNote
+	err := o.db.Update(func(tx *bolt.Tx) error {
+		w := &wtx{tx: tx, o: o, age: o.age()}
+		w.budget = o.budget(tx)
+		used := w.stat(bytesStat(Events)) + w.stat(bytesStat(Telemetry))
+		w.budget.EffectiveMaxBytes = max(0, min(w.budget.EffectiveMaxBytes, used)-max(used/8, o.cfg.DiskHeadroom))
+		w.budget.DiskLimited = true
+		if err := w.enforceCap(); err != nil {
+			return err
+		}
+		drops = w.drops
+		return nil
+	})
+	if err == nil {
+		o.log.Warn("no space left on the disk: dropped the oldest telemetry to make room", "path", o.cfg.Path)
+		o.noteDrops(drops)
+	}
+	return err
+}
+
+// dropNote is one run of records dropped or expired, for Hooks.Dropped.
+type dropNote struct {
+	lane   Lane
+	thing  string
+	count  int
+	reason string
+}
+
+func (o *Outbox) noteDrops(drops []dropNote) {
+	if h := o.hooks.Dropped; h != nil {
+		for _, d := range drops {
+			h(d.lane, d.thing, d.count, d.reason)
+		}
 	}
 }
 
@@ -155,6 +223,10 @@ type wtx struct {
 	o     *Outbox
 	added bool
 	age   time.Duration // the age clock at the start of the transaction
+	// budget is the space at the start of the transaction: its
+	// EffectiveMaxBytes is the cap Append and the drops enforce.
+	budget Budget
+	drops  []dropNote // reported once the transaction commits
 }
 
 func nextKey(l Lane, thing string) []byte { return append([]byte{byte(l)}, thing...) }
@@ -209,8 +281,9 @@ func (w *wtx) append(entries []Entry, state map[string][]byte) error {
 		newCost[e.Lane] += recordCost(len(vals[i]))
 	}
 	evBytes := w.stat(bytesStat(Events))
-	if evBytes+newCost[Events] > w.o.cfg.MaxBytes {
-		return fmt.Errorf("append %d events (%d bytes) to %d of %d bytes: %w", len(entries), newCost[Events], evBytes, w.o.cfg.MaxBytes, ErrFull)
+	if maxBytes, _ := w.budget.caps(w.o.cfg); evBytes+newCost[Events] > maxBytes {
+		return fmt.Errorf("append %d events (%d bytes) to %d of %d bytes (max_bytes %d, file system free %d): %w",
+			len(entries), newCost[Events], evBytes, maxBytes, w.o.cfg.MaxBytes, w.budget.FSFreeBytes, ErrFull)
 	}
 	// Checks passed: from here on, write.
 	next := map[laneThing]uint64{}

@@ -57,6 +57,21 @@ func NewMetrics(reg prometheus.Registerer, stats func() (outbox.Stats, error)) *
 			return float64(s.Lane(l).Bytes)
 		}))
 	}
+	for _, g := range []struct {
+		name, help string
+		v          func(outbox.Stats) int64
+	}{
+		{"bowline_edge_outbox_fs_free_bytes", "Space left on the file system holding the outbox file (-1: unknown).", func(s outbox.Stats) int64 { return s.Budget.FSFreeBytes }},
+		{"bowline_edge_outbox_effective_max_bytes", "The outbox cap in force: max_bytes lowered to what the disk can hold.", func(s outbox.Stats) int64 { return s.Budget.EffectiveMaxBytes }},
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 {
+			s, err := stats()
+			if err != nil {
+				return -1
+			}
+			return float64(g.v(s))
+		}))
+	}
 	return m
 }
 

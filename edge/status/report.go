@@ -76,12 +76,34 @@ type Lane struct {
 	Dropped          int64   `json:"dropped"`
 }
 
-// Disk is the outbox file's use.
+// Disk is the outbox file's use and its budget (docs/disk-budget.md).
 type Disk struct {
-	Path      string `json:"path"`
-	FileBytes int64  `json:"file_bytes"`
-	FreeBytes int64  `json:"free_bytes"`
-	CapBytes  int64  `json:"cap_bytes"`
+	Path string `json:"path"`
+	// FileBytes is the file's size on the file system.
+	FileBytes int64 `json:"file_bytes"`
+	// FreeBytes is free space inside the file (bbolt's free pages), not on
+	// the disk; FileFreeBytes is the same number under a clearer name.
+	FreeBytes     int64 `json:"free_bytes"`
+	FileFreeBytes int64 `json:"file_free_bytes"`
+	// FSFreeBytes is the space left on the file system that holds the
+	// file (-1: unknown).
+	FSFreeBytes int64 `json:"fs_free_bytes"`
+	// CapBytes is the configured cap (outbox.max_bytes);
+	// EffectiveMaxBytes the cap in force, lowered to what the disk can
+	// hold, and DiskLimited whether the disk lowered it.
+	CapBytes          int64 `json:"cap_bytes"`
+	EffectiveMaxBytes int64 `json:"effective_max_bytes"`
+	DiskLimited       bool  `json:"disk_limited"`
+}
+
+// DiskFrom builds the Disk report of the outbox file at path from its
+// stats.
+func DiskFrom(path string, s outbox.Stats) Disk {
+	return Disk{
+		Path: path, FileBytes: s.FileBytes, FreeBytes: s.FreeBytes, FileFreeBytes: s.FreeBytes,
+		FSFreeBytes: s.Budget.FSFreeBytes, CapBytes: s.MaxBytes,
+		EffectiveMaxBytes: s.Budget.EffectiveMaxBytes, DiskLimited: s.Budget.DiskLimited,
+	}
 }
 
 // Bowl is one firmware-bridge input.

@@ -62,6 +62,22 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
+func TestDiskFromReportsTheBudget(t *testing.T) {
+	d := DiskFrom("/data/outbox.db", outbox.Stats{FileBytes: 3 << 20, FreeBytes: 4096, MaxBytes: 256 << 20,
+		Budget: outbox.Budget{FileFreeBytes: 4096, FSFreeBytes: 1 << 20, EffectiveMaxBytes: 2 << 20, DiskLimited: true}})
+	want := Disk{Path: "/data/outbox.db", FileBytes: 3 << 20, FreeBytes: 4096, FileFreeBytes: 4096, FSFreeBytes: 1 << 20,
+		CapBytes: 256 << 20, EffectiveMaxBytes: 2 << 20, DiskLimited: true}
+	if d != want {
+		t.Fatalf("DiskFrom = %+v; want %+v", d, want)
+	}
+	b, _ := json.Marshal(d)
+	for _, field := range []string{`"file_free_bytes":4096`, `"fs_free_bytes":1048576`, `"effective_max_bytes":2097152`, `"disk_limited":true`} {
+		if !strings.Contains(string(b), field) {
+			t.Errorf("Disk JSON %s lacks %s", b, field)
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "report") {
 		t.Fatalf("Validate(empty) = %v; want an error naming report", err)

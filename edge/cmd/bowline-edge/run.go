@@ -40,9 +40,21 @@ The config file is JSON with the same options as the flags (flags win):
    "tls":{"ca":"ca.pem","cert":"gw.pem","key":"gw.key"},
    "inputs":["serial:/dev/ttyAMA0@115200"],
    "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
-   "mqtt":{"rate":100,"in_flight":100},
+   "mqtt":{"rate":20,"in_flight":20,"puback_timeout":"20s"},
    "telemetry":{"wire":"v2","rule":"bowline_prod_telemetry",
                 "batch_interval":"1m","ack_timeout":"30m"}}
+
+MQTT limits default well under AWS IoT Core's per-connection quotas (20
+publishes/s, 20 in flight, 128 KiB/s; AWS allows 100/s, 100, 512 KiB/s). A
+publish with no PUBACK within --mqtt-puback-timeout (20s) ends the connection:
+a throttled publish may get neither a PUBACK nor a disconnect, so the agent
+reconnects and resends from the outbox.
+
+The outbox's cap (--outbox-max-bytes) is lowered at every commit to what the
+disk can still hold (statfs, the file's free pages, --outbox-disk-headroom
+reserved in the file): a full disk drops the oldest telemetry and reports it
+(bowl.telemetry_dropped), never events. /status disk shows fs_free_bytes,
+file_free_bytes and effective_max_bytes.
 
 A corrupt outbox (torn write after power loss) stops the agent with exit
 status 1; --recover moves the damaged file aside, salvages what is readable

@@ -36,8 +36,8 @@ func TestRunHelpDocumentsEveryOption(t *testing.T) {
 		t.Fatalf("run --help exit %d; want 0\n%s", code, out)
 	}
 	for _, opt := range []string{"-config", "-tenant", "-gateway", "-broker", "-tls-ca", "-tls-cert", "-tls-key", "-tls-alpn",
-		"-mqtt-in-flight", "-mqtt-rate", "-mqtt-max-payload", "-mqtt-keepalive", "-mqtt-backoff-min", "-mqtt-backoff-max",
-		"-outbox", "-outbox-max-bytes", "-outbox-event-reserve", "-outbox-telemetry-ttl", "-outbox-event-ttl",
+		"-mqtt-in-flight", "-mqtt-rate", "-mqtt-byte-rate", "-mqtt-puback-timeout", "-mqtt-max-payload", "-mqtt-keepalive", "-mqtt-backoff-min", "-mqtt-backoff-max",
+		"-outbox", "-outbox-max-bytes", "-outbox-disk-headroom", "-outbox-event-reserve", "-outbox-telemetry-ttl", "-outbox-event-ttl",
 		"-input", "-status-addr", "-insecure-open-status", "-insecure-plain-broker", "-recover", "-detect-food-low-g", "-detect-empty-g",
 		"-telemetry-wire", "-telemetry-rule", "-telemetry-batch-interval", "-telemetry-ack-timeout"} {
 		if !strings.Contains(out, opt+" ") && !strings.Contains(out, opt+"\n") {

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package outbox
+
+import "errors"
+
+// preallocate is not available: the budget has no reserve in the file.
+func preallocate(string, int64, int64) error {
+	return errors.New("fallocate: not on this platform")
+}
