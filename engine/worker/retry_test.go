@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -110,5 +109,4 @@ func TestAttemptBudgetFromInboxRow(t *testing.T) {
 	if l := letters[0]; l.Attempts != attempts || l.ReceiveCount != 1 || l.Error != fmt.Sprintf("notify api down (run %d)", attempts) {
 		t.Errorf("dead letter = attempts %d, receive %d, %q; want attempts %d, receive 1, the last error", l.Attempts, l.ReceiveCount, l.Error, attempts)
 	}
-	_ = errors.New
 }
