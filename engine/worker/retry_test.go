@@ -27,11 +27,13 @@ func TestFailingHeadRetriesInPlace(t *testing.T) {
 	h := newDoubleHarness(t, 3*time.Second, maxReceive)
 	var mu sync.Mutex
 	var runs []uint64
+	var lastDone time.Time
 	headRuns := 0
 	h.start([]engine.Subscription{durable("notify_owner", "bowl.*", func(_ context.Context, env engine.Envelope) error {
 		mu.Lock()
 		defer mu.Unlock()
 		runs = append(runs, env.Seq)
+		lastDone = time.Now()
 		if env.Seq == 1 && headRuns < failures {
 			headRuns++
 			return fmt.Errorf("push provider 503 (run %d)", headRuns)
@@ -43,6 +45,7 @@ func TestFailingHeadRetriesInPlace(t *testing.T) {
 		c.RetryBackoffBase, c.RetryBackoffMax = 100*time.Millisecond, 400*time.Millisecond
 	})
 	var envs []engine.Envelope
+	sent := time.Now()
 	for seq := uint64(1); seq <= events; seq++ {
 		env := enginetest.Envelope(t, h.tenant, "bowl.food_low", seq, nil)
 		envs = append(envs, env)
@@ -63,11 +66,17 @@ func TestFailingHeadRetriesInPlace(t *testing.T) {
 	if got != want {
 		t.Errorf("handler runs by seq = %s; want %s", got, want)
 	}
+	receives := 0
 	for i, m := range h.double.Messages(h.q.URL) {
+		receives += m.Receives
 		if m.Receives != 1 {
 			t.Errorf("event %d received %d times; want 1", i+1, m.Receives)
 		}
 	}
+	mu.Lock()
+	t.Logf("head failed %d times: last event done %v after the send; %.2f receives per event, %d ReceiveMessage calls",
+		failures, lastDone.Sub(sent).Round(time.Millisecond), float64(receives)/events, h.double.Calls("ReceiveMessage"))
+	mu.Unlock()
 	if n := len(h.double.Messages(h.q.DLQURL)); n != 0 {
 		t.Errorf("DLQ holds %d messages; want 0", n)
 	}
