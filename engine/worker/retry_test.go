@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/engine/inbox"
 )
@@ -117,5 +119,41 @@ func TestAttemptBudgetFromInboxRow(t *testing.T) {
 	}
 	if l := letters[0]; l.Attempts != attempts || l.ReceiveCount != 1 || l.Error != fmt.Sprintf("notify api down (run %d)", attempts) {
 		t.Errorf("dead letter = attempts %d, receive %d, %q; want attempts %d, receive 1, the last error", l.Attempts, l.ReceiveCount, l.Error, attempts)
+	}
+}
+
+// TestAttemptBudget: a retryable failure is final at MaxAttempts counted on
+// the row; a row already past the budget at this hold's first failure (a
+// redriven dead row) gets MaxAttempts more.
+func TestAttemptBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		attempts []int // the claim's Attempts at each failure of one hold
+		want     []bool
+	}{
+		{"fresh row", []int{1, 2, 3, 4, 5}, []bool{false, false, false, false, true}},
+		{"after a crash at attempt 3", []int{4, 5}, []bool{false, true}},
+		{"redriven after dying at 5", []int{6, 7, 8, 9, 10}, []bool{false, false, false, false, true}},
+	} {
+		var b budget
+		for i, a := range tc.attempts {
+			if got := b.final(a, 5); got != tc.want[i] {
+				t.Errorf("%s: final(attempts %d) = %v; want %v", tc.name, a, got, tc.want[i])
+			}
+		}
+	}
+}
+
+// TestRetryBudgetWithinHold: Validate refuses an attempt budget that could
+// outlast half of SQS's 12-hour hold.
+func TestRetryBudgetWithinHold(t *testing.T) {
+	base := Config{Queue: &enginetest.FIFO{}, QueueURL: "q", DLQURL: "d", Inbox: &inbox.Store{}, DeadLetters: &deadletter.Store{}}
+	if err := base.Validate(); err != nil {
+		t.Fatalf("defaults: Validate = %v; want nil", err)
+	}
+	long := base
+	long.MaxAttempts, long.MaxRunTime, long.RetryBackoffMax = 100, 2*time.Minute, 2*time.Minute
+	if err := long.Validate(); !errors.Is(err, ErrRetryPastHold) {
+		t.Errorf("100 x (2m + 2m): Validate = %v; want ErrRetryPastHold", err)
 	}
 }
