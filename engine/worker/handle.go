@@ -125,13 +125,13 @@ func (w *Worker) handleMessage(ctx context.Context, m *message) bool {
 	return w.delete(m)
 }
 
-// budget is the attempt budget of one (event, subscription) in this hold:
-// first is the Attempts of this hold's first claim of the row.
+// budget is the attempt budget of one (event, subscription) in one hold of
+// its message: first is the row's Attempts at the hold's first failure.
 type budget struct{ first int }
 
 // final reports whether a retryable failure on the claim's attempts ends
 // the budget: at MaxAttempts counted on the row, or, for a row already past
-// MaxAttempts when this hold first claimed it (a redriven dead row), after
+// MaxAttempts at the hold's first failure (a redriven dead row), after
 // MaxAttempts more.
 func (b *budget) final(attempts, maxAttempts int) bool {
 	if b.first == 0 {
