@@ -297,7 +297,7 @@ type streamRecord struct{ key, group, id string }
 
 // pipeModel delivers one shard's records to q the way an EventBridge Pipe
 // with a DynamoDB stream source and an SQS target does, by the rules its
-// documentation gives (docs/relay.md, "Order under partial failure"):
+// documentation gives (docs/relay.md, "The events Pipe"):
 //
 //   - the shard's records are split over parallel concurrent batchers by
 //     partition key, each key's records to one batcher, in stream order

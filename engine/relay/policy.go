@@ -48,8 +48,8 @@ const (
 // a partial failure).
 type SourcePolicy struct {
 	// BatchSize is the records per batch, that is per SendMessageBatch.
-	// A Pipe retries only the entries of a batch that failed (Pipes
-	// documentation, "Partial batch failure"), so a batch holding two
+	// A Pipe retries only the entries of a batch that failed
+	// (docs/relay.md, "The events Pipe"), so a batch holding two
 	// records of one tenant can land them out of order. The relay keeps
 	// one message per group per batch (send); a Pipe has no such setting,
 	// so its batch is one record.

@@ -65,7 +65,7 @@ const (
 	DefaultRetryBackoffMax  = time.Minute
 	// MaxHold is SQS's limit on how long one receive can keep a message
 	// in flight: ChangeMessageVisibility cannot extend it past 12 hours
-	// from the receive (SQS API reference, ChangeMessageVisibility).
+	// from the receive (docs/delivery.md, "The 12-hour bound").
 	MaxHold = 12 * time.Hour
 	// retryHoldShare is the share of MaxHold that the attempt budget of
 	// one event may take at worst (Config.Validate); the rest is left to
