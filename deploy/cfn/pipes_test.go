@@ -1,15 +1,25 @@
 package cfn
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/engine/relay"
 )
 
@@ -277,6 +287,128 @@ func TestEventsPipeFilterFitsManyTypes(t *testing.T) {
 	t.Logf("events filter: %d subscribed types in %d of %d characters; room for %d more types of 32 characters", len(types), n, relay.MaxPatternLen, more)
 	if more < 50 {
 		t.Errorf("events filter is %d characters; room for only %d more types: move to prefixes of type families before it overflows", n, more)
+	}
+}
+
+// streamRecord is one stream record as the Pipe model sees it: its
+// partition key (the table's, which for event rows is the tenant's), and
+// the group and deduplication id its message gets.
+type streamRecord struct{ key, group, id string }
+
+// pipeModel delivers one shard's records to q the way an EventBridge Pipe
+// with a DynamoDB stream source and an SQS target does, by the rules its
+// documentation gives (docs/relay.md, "The events Pipe"):
+//
+//   - the shard's records are split over parallel concurrent batchers by
+//     partition key, each key's records to one batcher, in stream order
+//     (ParallelizationFactor);
+//   - a batcher takes up to batchSize records at a time and sends them in
+//     one SendMessageBatch (Pipes use the target's batch API even for a
+//     batch of one);
+//   - when only part of a batch succeeds, the Pipe retries the rest
+//     (partial batch failure) before the batcher takes its next batch.
+func pipeModel(t *testing.T, q *enginetest.FIFO, batchSize, parallel int, records []streamRecord) {
+	t.Helper()
+	lanes := make([][]streamRecord, parallel)
+	for _, r := range records {
+		h := fnv.New32a()
+		h.Write([]byte(r.key))
+		i := int(h.Sum32() % uint32(parallel))
+		lanes[i] = append(lanes[i], r)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		wg.Go(func() {
+			for start := 0; start < len(lane); start += batchSize {
+				pending := lane[start:min(start+batchSize, len(lane))]
+				for len(pending) > 0 && ctx.Err() == nil {
+					in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL)}
+					for i, r := range pending {
+						in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{
+							Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(`{"id":"` + r.id + `"}`),
+							MessageGroupId: aws.String(r.group), MessageDeduplicationId: aws.String(r.id),
+						})
+					}
+					out, err := q.SendMessageBatch(ctx, in)
+					if err != nil {
+						continue // the whole call failed: the batch again
+					}
+					var failed []streamRecord
+					for _, f := range out.Failed {
+						i, _ := strconv.Atoi(aws.ToString(f.Id))
+						failed = append(failed, pending[i])
+					}
+					pending = failed
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("pipe model did not deliver every record")
+	}
+}
+
+// pipeBatchLatency is an assumption, not a documented figure: the time one
+// Pipe batch takes from the shard to SQS's answer, used to state the rate
+// the source settings allow.
+const pipeBatchLatency = 40 * time.Millisecond
+
+// TestEventsPipeKeepsTenantOrder drives a model of the events Pipe, with
+// the template's BatchSize and ParallelizationFactor, through the
+// partial-failure scenario of engine/relay's
+// TestPartialBatchFailureKeepsGroupOrder: two tenants' records interleaved
+// on one shard, SQS refusing a2 twice while accepting the rest. Each
+// tenant's messages must reach the queue in stream order, as they do from
+// the relay. With ten records per batch, a2 landed behind a3..a5. The
+// template's settings are engine/relay.EventsSource, whose rate is logged.
+func TestEventsPipeKeepsTenantOrder(t *testing.T) {
+	tpl := stackTemplate(t)
+	ds := asMap(prop(t, tpl, "EventsPipe", "SourceParameters", "DynamoDBStreamParameters"))
+	batch, _ := ds["BatchSize"].(int)
+	parallel, ok := ds["ParallelizationFactor"].(int)
+	if !ok {
+		parallel = 1 // the Pipe's default
+	}
+	if batch < 1 || batch > 10 || parallel < 1 || parallel > 10 {
+		t.Fatalf("EventsPipe BatchSize %v, ParallelizationFactor %v; want 1-10 each", ds["BatchSize"], ds["ParallelizationFactor"])
+	}
+	want := relay.EventsSource
+	if batch != want.BatchSize || parallel != want.ParallelizationFactor {
+		t.Errorf("EventsPipe BatchSize, ParallelizationFactor = %d, %d; relay.EventsSource %d, %d", batch, parallel, want.BatchSize, want.ParallelizationFactor)
+	}
+
+	q := enginetest.NewFIFO(enginetest.FIFOConfig{})
+	q.InjectSendFailure("a2", 2)
+	var records []streamRecord
+	for _, id := range []string{"a1", "b1", "a2", "b2", "a3", "b3", "a4", "a5"} {
+		tenant := "tenant-" + id[:1]
+		records = append(records, streamRecord{key: engine.EventPK(tenant), group: tenant, id: id})
+	}
+	pipeModel(t, q, batch, parallel, records)
+	order := func(group string) string {
+		var ids []string
+		for _, m := range q.Messages(q.URL) {
+			if m.Group == group {
+				ids = append(ids, m.DedupID)
+			}
+		}
+		return strings.Join(ids, ",")
+	}
+	if got, want := order("tenant-a"), "a1,a2,a3,a4,a5"; got != want {
+		t.Errorf("tenant-a order in the queue = %s; want %s (BatchSize %d: a Pipe retries only the failed entries of a batch)", got, want, batch)
+	}
+	if got, want := order("tenant-b"), "b1,b2,b3"; got != want {
+		t.Errorf("tenant-b order in the queue = %s; want %s", got, want)
+	}
+
+	perShard := float64(batch*parallel) / pipeBatchLatency.Seconds()
+	t.Logf("events Pipe: %d record(s) per batch, %d batches at once per shard: %.0f records/s per shard at an assumed %v per batch (BatchSize 10 without parallelization: %.0f)",
+		batch, parallel, perShard, pipeBatchLatency, 10/pipeBatchLatency.Seconds())
+	if perShard < 10/pipeBatchLatency.Seconds() {
+		t.Errorf("events Pipe allows %.0f records/s per shard; want at least the %.0f of ten records per batch", perShard, 10/pipeBatchLatency.Seconds())
 	}
 }
 

@@ -73,7 +73,7 @@ import (
 //     punctuation.
 //
 // Not modelled: delays, message attributes, content-based deduplication,
-// the 20,000 in-flight limit, high-throughput mode.
+// the 120,000 in-flight limit, high-throughput mode.
 type FIFO struct {
 	// URL and DLQURL are the queue URLs the double answers.
 	URL, DLQURL string

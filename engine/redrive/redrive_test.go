@@ -51,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 	f.broken.Store(true)
 	w, err := worker.New(worker.Config{
 		Queue: f.sqs, QueueURL: f.q.URL, DLQURL: f.q.DLQURL, Inbox: in, DeadLetters: dl,
-		MaxReceiveCount: maxReceive, WaitTime: time.Second, Lease: time.Second, Heartbeat: 300 * time.Millisecond, RetryDelay: time.Second,
+		MaxReceiveCount: maxReceive, MaxAttempts: maxReceive, RetryBackoffBase: 100 * time.Millisecond, WaitTime: time.Second, Lease: time.Second, Heartbeat: 300 * time.Millisecond, RetryDelay: time.Second,
 		Logger: slog.New(slog.DiscardHandler),
 		Subscriptions: []engine.Subscription{{Name: "notify_buyer", Pattern: "com.*", Lane: engine.Durable, Handler: func(context.Context, engine.Envelope) error {
 			f.runs.Add(1)

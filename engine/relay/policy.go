@@ -40,3 +40,28 @@ const (
 	// limit); the Pipe reaches the same end after its retries.
 	ConditionUnsendable = "Unsendable"
 )
+
+// SourcePolicy is how a Pipe reads its stream: the DynamoDBStreamParameters
+// BatchSize and ParallelizationFactor of the CloudFormation Pipe that
+// targets a FIFO queue (deploy/cfn's TestEventsPipeKeepsTenantOrder
+// checks the template against it, and drives a model of the Pipe through
+// a partial failure).
+type SourcePolicy struct {
+	// BatchSize is the records per batch, that is per SendMessageBatch.
+	// A Pipe retries only the entries of a batch that failed
+	// (docs/relay.md, "The events Pipe"), so a batch holding two
+	// records of one tenant can land them out of order. The relay keeps
+	// one message per group per batch (send); a Pipe has no such setting,
+	// so its batch is one record.
+	BatchSize int
+	// ParallelizationFactor is the batches a Pipe runs at once per shard
+	// (1-10). Concurrent batches of one shard split its records by
+	// partition key, each key's in order, and the events table's
+	// partition key is the tenant's, so per-tenant order holds; it gives
+	// back the throughput batch size 1 takes away.
+	ParallelizationFactor int
+}
+
+// EventsSource is the events Pipe's source policy: one record per batch,
+// ten batches at once per shard.
+var EventsSource = SourcePolicy{BatchSize: 1, ParallelizationFactor: 10}

@@ -57,6 +57,20 @@ const (
 	// Config.MaxReceiveCount is zero (see QueueMaxReceiveCount to read the
 	// queue's own).
 	DefaultMaxReceiveCount = 5
+	// DefaultMaxAttempts is Config.MaxAttempts's default.
+	DefaultMaxAttempts = 5
+	// DefaultRetryBackoffBase and DefaultRetryBackoffMax are the defaults
+	// of Config.RetryBackoffBase and RetryBackoffMax.
+	DefaultRetryBackoffBase = time.Second
+	DefaultRetryBackoffMax  = time.Minute
+	// MaxHold is SQS's limit on how long one receive can keep a message
+	// in flight: ChangeMessageVisibility cannot extend it past 12 hours
+	// from the receive (docs/delivery.md, "The 12-hour bound").
+	MaxHold = 12 * time.Hour
+	// retryHoldShare is the share of MaxHold that the attempt budget of
+	// one event may take at worst (Config.Validate); the rest is left to
+	// the messages queued behind it and to infrastructure retries.
+	retryHoldShare = 2
 	// DefaultMaxRunTime is Config.MaxRunTime's default: longer than any
 	// provider call of the cloud subscribers (10s timeouts) with room for
 	// their retries, short enough that a hung handler frees its group.
@@ -91,9 +105,31 @@ type Config struct {
 	Declared func(eventType string) bool
 	// WorkerID names this worker in inbox rows. Default host-pid-ulid.
 	WorkerID string
-	// MaxReceiveCount is the queue's redrive maxReceiveCount: a failure on
-	// this receive is final. Default DefaultMaxReceiveCount.
+	// MaxReceiveCount is the queue's redrive maxReceiveCount. It is a
+	// safety net, not the retry budget (that is MaxAttempts): receives are
+	// spent only by crashes, shutdowns, claims held by another worker and
+	// holds that reach MaxHold. A failure on this receive is still final,
+	// so that no message SQS would move to the DLQ next goes there without
+	// its dead letter. Set the queue's count well above MaxAttempts'
+	// receives (which is one). Default DefaultMaxReceiveCount.
 	MaxReceiveCount int
+	// MaxAttempts is the retry budget of one (event, subscription),
+	// counted on its inbox row (the claim's Attempts), not on the
+	// message's ApproximateReceiveCount: a retryable failure on the
+	// MaxAttempts-th attempt is final. Retries run in place: the message,
+	// and the rest of its group's lane, stay held (the keeper extends
+	// their visibility) while the worker waits RetryBackoffBase*2^n (at
+	// most RetryBackoffMax, with jitter) and claims again. A row already
+	// past the budget when this worker first claims it (a redriven dead
+	// row) gets MaxAttempts more. Default DefaultMaxAttempts.
+	MaxAttempts int
+	// RetryBackoffBase and RetryBackoffMax space the in-place retries of a
+	// failed handler. MaxAttempts*(MaxRunTime+RetryBackoffMax) must stay
+	// within half of MaxHold (Validate checks it), so the budget ends
+	// before SQS's 12-hour limit does. Defaults DefaultRetryBackoffBase
+	// and DefaultRetryBackoffMax.
+	RetryBackoffBase time.Duration
+	RetryBackoffMax  time.Duration
 	// WaitTime is the long-poll wait. Default 10s (SQS's maximum is 20s).
 	WaitTime time.Duration
 	// MaxMessages per receive, 1-10. Default 10.
@@ -132,10 +168,11 @@ type Config struct {
 	// checked and, when it is about to run out, extended (batched). Default
 	// Lease/3.
 	Heartbeat time.Duration
-	// RetryDelay, when positive, is the visibility set on a message after a
-	// retryable failure (whole seconds, rounded up), for a shorter backoff
-	// than the queue's visibility timeout. Default 0: the queue's
-	// visibility timeout.
+	// RetryDelay, when positive, is the visibility set on a message that
+	// is given back unfinished (whole seconds, rounded up): one whose claim
+	// another worker holds, or one whose retry was cut short by shutdown.
+	// A failed handler is retried in place instead (MaxAttempts). Default
+	// 0: the queue's visibility timeout.
 	RetryDelay time.Duration
 	// ShutdownGrace is how long in-flight handlers may run after Run's
 	// context ends before their contexts are cancelled. Default 10s.
@@ -157,12 +194,19 @@ func (c Config) Validate() error {
 	case c.WaitTime < 0 || c.WaitTime > 20*time.Second:
 		return fmt.Errorf("worker config: WaitTime %v not in 0-20s", c.WaitTime)
 	case c.Lease < 0 || c.Heartbeat < 0 || c.RetryDelay < 0 || c.Pollers < 0 || c.MaxReceiveCount < 0 ||
-		c.MaxInFlight < 0 || c.MaxRunTime < 0 || c.InfraBackoffBase < 0 || c.InfraBackoffMax < 0:
+		c.MaxInFlight < 0 || c.MaxRunTime < 0 || c.InfraBackoffBase < 0 || c.InfraBackoffMax < 0 ||
+		c.MaxAttempts < 0 || c.RetryBackoffBase < 0 || c.RetryBackoffMax < 0:
 		return errors.New("worker config: negative value")
 	case c.MaxInFlight != 0 && c.MaxInFlight < max(c.MaxMessages, 1):
 		return fmt.Errorf("worker config: MaxInFlight %d below MaxMessages %d", c.MaxInFlight, c.MaxMessages)
 	case c.Heartbeat != 0 && c.Lease != 0 && c.Heartbeat >= c.Lease:
 		return fmt.Errorf("worker config: Heartbeat %v must be shorter than Lease %v", c.Heartbeat, c.Lease)
+	}
+	d := c
+	d.defaults()
+	if worst := time.Duration(d.MaxAttempts) * (d.MaxRunTime + d.RetryBackoffMax); worst > MaxHold/retryHoldShare {
+		return fmt.Errorf("worker config: MaxAttempts %d x (MaxRunTime %v + RetryBackoffMax %v) = %v: %w",
+			d.MaxAttempts, d.MaxRunTime, d.RetryBackoffMax, worst, ErrRetryPastHold)
 	}
 	for _, s := range c.Subscriptions {
 		if s.Lane == engine.Durable && s.Handler == nil {
@@ -179,6 +223,15 @@ func (c *Config) defaults() {
 	}
 	if c.MaxReceiveCount == 0 {
 		c.MaxReceiveCount = DefaultMaxReceiveCount
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.RetryBackoffBase == 0 {
+		c.RetryBackoffBase = DefaultRetryBackoffBase
+	}
+	if c.RetryBackoffMax == 0 {
+		c.RetryBackoffMax = max(DefaultRetryBackoffMax, c.RetryBackoffBase)
 	}
 	if c.WaitTime == 0 {
 		c.WaitTime = 10 * time.Second

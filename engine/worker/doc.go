@@ -11,10 +11,12 @@
 // after another, in the order SQS gave them, so a slow group never holds up
 // another or the next receive. The subscriptions of one event run
 // concurrently, each with its own inbox row. Events of one group are
-// handled strictly in order: a message that is not finished stays in
-// flight for its retry delay and the rest of its lane is given back, and
-// SQS, which locks a FIFO group while any of its messages is in flight,
-// hands them out again only after it. docs/delivery.md has the whole model.
+// handled strictly in order: a failed handler is retried in place with
+// the rest of its lane held behind it; a message given back unfinished
+// stays in flight for its retry delay and the rest of its lane is given
+// back, and SQS, which locks a FIFO group while any of its messages is in
+// flight, hands them out again only after it. docs/delivery.md has the
+// whole model.
 //
 // For each (event, subscription) the worker claims the inbox row, runs the
 // handler for at most MaxRunTime with a heartbeat that extends the lease,
@@ -22,12 +24,15 @@
 //
 //   - success: marks the row completed;
 //   - a retryable error (any error not wrapping ErrTerminal, including a
-//     run past MaxRunTime): releases the claim and gives the message back
-//     with visibility RetryDelay (default the queue's visibility timeout);
-//     the queue's maxReceiveCount bounds the retries;
-//   - a terminal error (Terminal(err)), or any error on the last allowed
-//     receive (ApproximateReceiveCount >= MaxReceiveCount): writes a
-//     tenant-scoped dead letter and marks the row dead.
+//     run past MaxRunTime) with attempts left: releases the claim and
+//     retries in place after a capped exponential backoff
+//     (RetryBackoffBase, RetryBackoffMax), the message and the rest of its
+//     lane held, so the events behind it spend no receive;
+//   - a terminal error (Terminal(err)), a retryable one on the last
+//     attempt (the row's Attempts >= MaxAttempts; a released dead row gets
+//     MaxAttempts more), or any error on the last allowed receive
+//     (ApproximateReceiveCount >= MaxReceiveCount, the safety net):
+//     writes a tenant-scoped dead letter and marks the row dead.
 //
 // Every message the worker holds, whether being handled, queued behind
 // one of its group or waiting for its delete, has its visibility extended
@@ -61,14 +66,24 @@
 // events with dead work in the DLQ, which is what `bowline redrive` reads.
 // SQS's own redrive still catches what the worker never finishes (a crash
 // loop, an unreachable inbox): such a message arrives in the DLQ without
-// dead letters and redrive moves it back as it is.
+// dead letters and redrive moves it back as it is; the DLQ alarm fires
+// for it as for any other. It is the only way into the DLQ without a
+// dead letter.
 //
 // # Caveats
+//
+// SQS keeps a message in flight for at most 12 hours from its receive
+// (MaxHold); Validate refuses an attempt budget whose worst case,
+// MaxAttempts*(MaxRunTime+RetryBackoffMax), exceeds half of it. A hold
+// that still reaches the bound (an inbox outage retried for 12 hours) has
+// its extensions refused: the group is handed out again from its head,
+// one receive spent per message, and its order kept.
 //
 // The lease must be shorter than the queue's visibility timeout, so that a
 // message redelivered after a crash finds the lease expired; Run checks
 // this at start. MaxReceiveCount must match the queue's redrive policy
-// (QueueMaxReceiveCount reads it). Handlers must honour their context: it
+// (QueueMaxReceiveCount reads it), which should sit well above the single
+// receive the attempt budget needs. Handlers must honour their context: it
 // ends before the lease does when the heartbeat cannot renew it, and at
 // MaxRunTime. One that ignores it past MaxRunTime loses its group (its
 // messages are left to lapse and SQS hands them out again, possibly to

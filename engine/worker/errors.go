@@ -19,6 +19,9 @@ var (
 	// Config.MaxRunTime, and wraps the error of such a run; it is
 	// retryable.
 	ErrRunTimeExceeded = errors.New("handler exceeded its maximum run time")
+	// ErrRetryPastHold: the attempt budget could outlast what SQS lets one
+	// receive hold a message (MaxHold), given the retry spacing.
+	ErrRetryPastHold = errors.New("attempt budget may outlast half of the 12-hour hold limit")
 )
 
 // Terminal wraps err so the worker dead-letters the subscription without

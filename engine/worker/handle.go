@@ -23,7 +23,8 @@ type outcome int
 const (
 	outDone    outcome = iota // completed, now or before
 	outDead                   // dead, now or before
-	outPending                // retry later: the handler failed, or another worker holds the claim
+	outRetry                  // the handler failed and has attempts left: retry in place
+	outPending                // give the message back: another worker holds the claim, or shutdown cut the run short
 	outStopped                // an inbox write kept failing until Run stopped: give the message back
 )
 
@@ -60,34 +61,62 @@ func (w *Worker) handleMessage(ctx context.Context, m *message) bool {
 	}
 	// An event's subscriptions are independent (each has its own inbox
 	// row), so they run concurrently; order holds between events of a group.
+	// A subscription whose handler failed with attempts left is retried in
+	// place after the retry backoff: the message and the rest of its lane
+	// stay held (the keeper extends their visibility), so the events
+	// queued behind it spend no receive while it retries.
 	outcomes := make([]outcome, len(subs))
-	var wg sync.WaitGroup
-	for i, sub := range subs {
-		wg.Go(func() {
-			outcomes[i] = w.runSubscription(ctx, m, env, sub, receives, log.With("subscription", sub.Name))
-		})
-	}
-	wg.Wait()
-	pending, stopped, dead := false, false, false
-	for _, o := range outcomes {
-		switch o {
-		case outPending:
-			pending = true
-		case outStopped:
-			stopped = true
-		case outDead:
-			dead = true
+	budgets := make([]budget, len(subs))
+	for round := 0; ; round++ {
+		var wg sync.WaitGroup
+		for i, sub := range subs {
+			if round > 0 && outcomes[i] != outRetry {
+				continue
+			}
+			wg.Go(func() {
+				outcomes[i] = w.runSubscription(ctx, m, env, sub, receives, &budgets[i], log.With("subscription", sub.Name))
+			})
+		}
+		wg.Wait()
+		retry, pending, stopped := false, false, false
+		for _, o := range outcomes {
+			switch o {
+			case outRetry:
+				retry = true
+			case outPending:
+				pending = true
+			case outStopped:
+				stopped = true
+			}
+		}
+		switch {
+		case stopped:
+			// Shutting down with an inbox write still failing: back to SQS
+			// after the longest infrastructure backoff, not at once.
+			w.giveBack([]*message{m}, w.cfg.InfraBackoffMax)
+			return false
+		case pending:
+			w.giveBack([]*message{m}, w.retryDelay())
+			return false
+		}
+		if !retry {
+			break
+		}
+		delay := w.handlerRetry.Delay(round)
+		log.Info("retrying in place", "round", round+1, "retry_in", delay)
+		if backoff.Sleep(w.stopping, delay) != nil {
+			// Run is stopping: the rows are released, the next receive
+			// (this worker's or another's) continues their attempt count.
+			w.giveBack([]*message{m}, w.retryDelay())
+			return false
+		}
+		if _, receives, held = w.pool.snapshot(m); !held {
+			return false // abandoned by the keeper
 		}
 	}
-	switch {
-	case stopped:
-		// Shutting down with an inbox write still failing: back to SQS
-		// after the longest infrastructure backoff, not at once.
-		w.giveBack([]*message{m}, w.cfg.InfraBackoffMax)
-		return false
-	case pending:
-		w.giveBack([]*message{m}, w.retryDelay())
-		return false
+	dead := false
+	for _, o := range outcomes {
+		dead = dead || o == outDead
 	}
 	if dead && !w.forwardToDLQ(ctx, m, log) {
 		w.giveBack([]*message{m}, w.cfg.InfraBackoffMax)
@@ -96,7 +125,26 @@ func (w *Worker) handleMessage(ctx context.Context, m *message) bool {
 	return w.delete(m)
 }
 
-// retryDelay is the visibility of a message after a retryable failure.
+// budget is the attempt budget of one (event, subscription) in one hold of
+// its message: first is the row's Attempts at the hold's first failure.
+type budget struct{ first int }
+
+// final reports whether a retryable failure on the claim's attempts ends
+// the budget: at MaxAttempts counted on the row, or, for a row already past
+// MaxAttempts at the hold's first failure (a redriven dead row), after
+// MaxAttempts more.
+func (b *budget) final(attempts, maxAttempts int) bool {
+	if b.first == 0 {
+		b.first = attempts
+	}
+	limit := maxAttempts
+	if b.first > maxAttempts {
+		limit = b.first + maxAttempts - 1
+	}
+	return attempts >= limit
+}
+
+// retryDelay is the visibility of a message given back unfinished.
 func (w *Worker) retryDelay() time.Duration {
 	if w.cfg.RetryDelay > 0 {
 		return w.cfg.RetryDelay
@@ -104,7 +152,7 @@ func (w *Worker) retryDelay() time.Duration {
 	return w.visibility
 }
 
-func (w *Worker) runSubscription(ctx context.Context, m *message, env engine.Envelope, sub engine.Subscription, receives int, log *slog.Logger) outcome {
+func (w *Worker) runSubscription(ctx context.Context, m *message, env engine.Envelope, sub engine.Subscription, receives int, b *budget, log *slog.Logger) outcome {
 	var claim inbox.Claim
 	err := w.retry(ctx, "claim", log, isClaimRefusal, func(ctx context.Context) (err error) {
 		claim, err = w.cfg.Inbox.Claim(ctx, env.ID, sub.Name, w.cfg.WorkerID, w.cfg.Lease)
@@ -149,8 +197,12 @@ func (w *Worker) runSubscription(ctx context.Context, m *message, env engine.Env
 		log.Info("handler interrupted by shutdown; released", "err", herr)
 		return outPending
 	}
+	// The attempt budget is counted on the row; the receive count is only
+	// the safety net: a failure on the receive SQS would not hand out
+	// again is final too, so the message reaches the DLQ with its letter.
+	exhausted := b.final(claim.Attempts, w.cfg.MaxAttempts)
 	last := receives >= w.cfg.MaxReceiveCount
-	if errors.Is(herr, ErrTerminal) || last {
+	if errors.Is(herr, ErrTerminal) || exhausted || last {
 		letter := deadletter.Letter{
 			Tenant: env.Tenant, EventID: env.ID, EventType: env.Type, Subscription: sub.Name,
 			Error: herr.Error(), Attempts: claim.Attempts, ReceiveCount: receives,
@@ -180,8 +232,8 @@ func (w *Worker) runSubscription(ctx context.Context, m *message, env engine.Env
 		log.Warn("release failed; the lease will expire instead", "err", err)
 	}
 	w.obs.Handled(sub.Name, HandledRetry, took)
-	log.Warn("handler failed; leaving the message to SQS for retry", "err", herr, "attempts", claim.Attempts)
-	return outPending
+	log.Warn("handler failed; retrying in place", "err", herr, "attempts", claim.Attempts)
+	return outRetry
 }
 
 // afterWriteFailure classifies a failed inbox write after the handler ran:

@@ -18,11 +18,12 @@ import (
 
 // Worker is the durable consumer. Build it with New; Run it once.
 type Worker struct {
-	cfg   Config
-	log   *slog.Logger
-	obs   Observer
-	subs  []engine.Subscription
-	infra backoff.Policy
+	cfg          Config
+	log          *slog.Logger
+	obs          Observer
+	subs         []engine.Subscription
+	infra        backoff.Policy
+	handlerRetry backoff.Policy // between in-place attempts of a failed handler
 
 	// Set by Run.
 	pool       *pool
@@ -47,7 +48,8 @@ func New(cfg Config) (*Worker, error) {
 	}
 	return &Worker{
 		cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID), obs: cfg.Observer, subs: durable,
-		infra: backoff.Policy{Base: cfg.InfraBackoffBase, Max: cfg.InfraBackoffMax, Jitter: 0.5},
+		infra:        backoff.Policy{Base: cfg.InfraBackoffBase, Max: cfg.InfraBackoffMax, Jitter: 0.5},
+		handlerRetry: backoff.Policy{Base: cfg.RetryBackoffBase, Max: cfg.RetryBackoffMax, Jitter: 0.5},
 	}, nil
 }
 
@@ -179,12 +181,14 @@ func (w *Worker) poll(ctx, work context.Context) {
 }
 
 // runLane handles a group's messages one after another, in the order SQS
-// gave them, until the lane is empty. A message that is not finished (a
-// retryable failure, another worker's claim) stays in flight for its retry
-// delay, and the rest of the lane is given back untouched, so SQS, which
-// locks a group while any of its messages is in flight, hands them out
-// again only after it: order within the group holds. Once Run's context
-// has ended, messages not yet started are given back.
+// gave them, until the lane is empty. A failed handler is retried in place
+// (handleMessage), with the rest of the lane held behind it. A message that
+// is given back unfinished (another worker's claim, shutdown) stays in
+// flight for its retry delay, and the rest of the lane is given back
+// untouched, so SQS, which locks a group while any of its messages is in
+// flight, hands them out again only after it: order within the group
+// holds. Once Run's context has ended, messages not yet started are given
+// back.
 func (w *Worker) runLane(ctx context.Context, l *lane) {
 	for {
 		if w.stopping.Err() != nil {

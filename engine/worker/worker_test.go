@@ -96,7 +96,7 @@ func (h *harness) start(subs []engine.Subscription, tweak func(*Config)) *Worker
 	cfg := Config{
 		Queue: h.queue, QueueURL: h.q.URL, DLQURL: h.q.DLQURL, Inbox: h.inbox, DeadLetters: h.dl,
 		Subscriptions: subs, WaitTime: time.Second, Lease: time.Second, Heartbeat: 300 * time.Millisecond,
-		RetryDelay: time.Second, Logger: testkit.Logger(h.t, slog.LevelWarn), Observer: h.obs,
+		RetryDelay: time.Second, RetryBackoffBase: 100 * time.Millisecond, RetryBackoffMax: 300 * time.Millisecond, Logger: testkit.Logger(h.t, slog.LevelWarn), Observer: h.obs,
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -221,8 +221,9 @@ func TestFlakyHandlerRetriedNotDeadLettered(t *testing.T) {
 }
 
 // TestFanOutOneFailing: one com.payment_completed, four subscriptions, one
-// keeps failing; the other three complete exactly once and are not rerun on
-// redelivery; the failing one ends dead after the last receive.
+// keeps failing; the other three complete exactly once and are not rerun
+// while it retries; the failing one ends dead after MaxAttempts attempts,
+// retried in place within one receive.
 func TestFanOutOneFailing(t *testing.T) {
 	const maxReceive = 3
 	h := newHarness(t, 3*time.Second, maxReceive)
@@ -251,8 +252,8 @@ func TestFanOutOneFailing(t *testing.T) {
 			t.Errorf("%s row = %s; want completed", s, r.Status)
 		}
 	}
-	if got := c.get("book_shipment"); got != maxReceive {
-		t.Errorf("book_shipment ran %d times; want %d (one per receive)", got, maxReceive)
+	if got := c.get("book_shipment"); got != DefaultMaxAttempts {
+		t.Errorf("book_shipment ran %d times; want %d (the attempt budget)", got, DefaultMaxAttempts)
 	}
 	letters, err := h.dl.ForEvent(h.ctx, h.tenant, env.ID)
 	if err != nil || len(letters) != 1 || letters[0].Subscription != "book_shipment" || letters[0].Error != "shipping api 503" {
@@ -261,8 +262,8 @@ func TestFanOutOneFailing(t *testing.T) {
 }
 
 // TestExhaustionDeadLettersOnce: a handler that always fails ends dead
-// with one dead letter after maxReceiveCount receives, and its message is in
-// the DLQ.
+// with one dead letter after MaxAttempts attempts, all on the first
+// receive, and its message is in the DLQ.
 func TestExhaustionDeadLettersOnce(t *testing.T) {
 	const maxReceive = 5
 	h := newHarness(t, 3*time.Second, maxReceive)
@@ -274,12 +275,12 @@ func TestExhaustionDeadLettersOnce(t *testing.T) {
 	h.send(env)
 	h.waitFor("dead row", func() bool { return h.row(env.ID, "notify_owner").Status == inbox.Dead })
 	h.waitFor("message in the DLQ", func() bool { return h.depth(h.q.URL) == 0 && h.depth(h.q.DLQURL) == 1 })
-	if got := c.get("notify_owner"); got != maxReceive {
-		t.Errorf("handler runs = %d; want %d", got, maxReceive)
+	if got := c.get("notify_owner"); got != DefaultMaxAttempts {
+		t.Errorf("handler runs = %d; want %d", got, DefaultMaxAttempts)
 	}
 	letters, _ := h.dl.ForEvent(h.ctx, h.tenant, env.ID)
-	if len(letters) != 1 || letters[0].ReceiveCount != maxReceive || letters[0].Error != "notify api down (run 5)" {
-		t.Errorf("dead letters = %+v; want one, at receive %d, with the last error", letters, maxReceive)
+	if len(letters) != 1 || letters[0].ReceiveCount != 1 || letters[0].Attempts != DefaultMaxAttempts || letters[0].Error != "notify api down (run 5)" {
+		t.Errorf("dead letters = %+v; want one, at receive 1 after %d attempts, with the last error", letters, DefaultMaxAttempts)
 	}
 	dlq := enginetest.Drain(h.ctx, t, sqs.NewFromConfig(lstest.AWSConfig(t)), h.q.DLQURL, func(got []enginetest.Drained) bool { return len(got) == 1 })
 	if got, err := engine.DecodeImageJSON([]byte(dlq[0].Body)); err != nil || got.ID != env.ID || dlq[0].GroupID != h.tenant {
