@@ -80,6 +80,12 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultAckTimeout is Config.AckTimeout's default: longer than the
+// cloud's ack cadence (cloud/durable's default AckEvery) plus a batch
+// interval, so a gateway does not resend what the cloud is about to
+// acknowledge.
+const DefaultAckTimeout = 30 * time.Minute
+
 // Telemetry wire formats (Config.Wire).
 const (
 	WireV1 = "v1"
@@ -94,7 +100,7 @@ func (c *Config) setDefaults() {
 		c.BatchInterval = time.Minute
 	}
 	if c.AckTimeout == 0 {
-		c.AckTimeout = 30 * time.Minute
+		c.AckTimeout = DefaultAckTimeout
 	}
 	if c.BatchMaxSamples == 0 {
 		c.BatchMaxSamples = 100_000
