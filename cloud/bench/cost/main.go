@@ -9,7 +9,7 @@
 // it prints every AWS quota the design touches with its load at each
 // scale (docs/cost.md).
 //
-//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 10] [--ack-every 20m] [--rollup-every 30m] [--json]
+//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 20m] [--rollup-every 30m] [--json]
 //	go run ./cloud/bench/cost --design    # the design's fixed counts, no run
 //
 // It writes .bench/cost.txt and .bench/cost.json and prints which stages
@@ -43,14 +43,15 @@ func main() {
 		fmt.Fprintln(fs.Output(), "bench cost: what AWS would bill the telemetry path, counted from a run, at 10k-10M bowls, and the AWS quotas it loads\n\nUsage: go run ./cloud/bench/cost [flags]\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	duration := fs.Duration("duration", 3*time.Minute, "real time the simulated gateways run")
+	duration := fs.Duration("duration", 3*time.Minute, "real time the counting lasts (after the warm-up)")
 	gateways := fs.Int("gateways", 60, "simulated gateways")
-	speed := fs.Float64("speed", 10, "run clock speed: batches and acks come this many times faster than real time")
+	speed := fs.Float64("speed", 20, "run clock speed: batches and acks come this many times faster than real time")
 	def := durable.DefaultConfig()
 	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
 	ackTimeout := fs.Duration("ack-timeout", forward.DefaultAckTimeout, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward AckTimeout); must exceed --ack-every + --batch-every")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: shortest run time between two writes of one bowl's rollup (cloud/durable RollupEvery; 0: every call)")
+	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
 	sampleHz := fs.Float64("sample-hz", 10, "each bowl's sample rate (weight_g); a batch carries every bowl's samples of its interval")
 	kinesisMode := fs.String("kinesis", pricing.Provisioned, "Kinesis capacity mode in the total: provisioned or on-demand")
 	peak := fs.Float64("peak", 2, "peak-to-mean factor applied to rate quotas and shard sizing")
@@ -91,8 +92,11 @@ func main() {
 		dc := durable.DefaultConfig()
 		dc.AckEvery, dc.RollupEvery = *ackEvery, *rollupEvery
 		consumerStage = newRealConsumer(dc)
+		if *warmup <= 0 {
+			*warmup = *ackEvery + *batchEvery
+		}
 		rc := runConfig{Gateways: *gateways, BowlsPerGateway: 1.5, Duration: *duration, Speed: *speed,
-			BatchEvery: *batchEvery, AckTimeout: *ackTimeout, SampleHz: *sampleHz, Log: log}
+			BatchEvery: *batchEvery, AckTimeout: *ackTimeout, Warmup: *warmup, SampleHz: *sampleHz, Log: log}
 		c, x, err := measure(ctx, rc)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench cost:", err)
@@ -103,8 +107,8 @@ func main() {
 			rollups = "per " + rollupEvery.String()
 		}
 		r = report{Source: "counted from a run", Counts: c, Detail: &x,
-			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time (%v real at %gx); a batch per %v, ack_timeout %v; consumer: an ack per %v (QoS 0), rollups %s",
-				c.Gateways, c.Bowls, c.Duration.Round(time.Second), duration.Round(time.Second), *speed, *batchEvery, *ackTimeout, *ackEvery, rollups),
+			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time counted after %v of warm-up (%v real at %gx); a batch per %v, ack_timeout %v; consumer: an ack per %v (QoS 0), rollups %s",
+				c.Gateways, c.Bowls, c.Duration.Round(time.Second), *warmup, duration.Round(time.Second), *speed, *batchEvery, *ackTimeout, *ackEvery, rollups),
 			Notes: append([]string{fmt.Sprintf("batches are edge/wire/batch payloads of every bowl's weight_g at %g Hz; the largest was %d bytes", *sampleHz, c.MaxMessageBytes)},
 				runNotes(c, x)...)}
 	}

@@ -31,6 +31,9 @@ type runConfig struct {
 	// was sent goes again in the next batch. The consumer's cadences are
 	// consumerStage's (durable.Config AckEvery, RollupEvery).
 	BatchEvery, AckTimeout time.Duration
+	// Warmup is the run time between the gateways' first batches and the
+	// start of the counting.
+	Warmup time.Duration
 	// SampleHz is each bowl's sample rate.
 	SampleHz float64
 	Log      *slog.Logger
@@ -124,6 +127,14 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, runExtra, error
 		}()
 	}
 	ready.Wait()
+	close(begin)
+	// The consumer's start-up is not its steady state either: its first
+	// ack of each gateway is due at once, and it reads every state row
+	// and registry entry once. Counting starts Warmup of run time later.
+	select {
+	case <-runCtx.Done():
+	case <-time.After(time.Duration(float64(rc.Warmup) / rc.Speed)):
+	}
 	m0, u0, g0 := meter.Counts(), usage.Counts(), sumGateways(gws)
 	var r0 RuleCounts
 	var k0 ConsumerCounts
@@ -134,7 +145,6 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, runExtra, error
 		k0 = consumerStage.Counts()
 	}
 	start := time.Now()
-	close(begin)
 	stopAt := time.AfterFunc(rc.Duration, cancel)
 	defer stopAt.Stop()
 	<-runCtx.Done()
