@@ -243,13 +243,15 @@ func TestWritesOnlyWhenSomethingMatters(t *testing.T) {
 	}
 	state, rollups := r.db.statePuts(), r.db.rollupPuts()
 	t.Logf("%d records: %d state puts, %d rollup puts, %d gets", n, state, rollups, r.db.gets)
-	if state > n/10+1 {
-		t.Errorf("state puts = %d; want at most %d (one per AckEvery)", state, n/10+1)
+	perAck := int(DefaultAckEvery / time.Minute)
+	if state > n/perAck+1 {
+		t.Errorf("state puts = %d; want at most %d (one per AckEvery)", state, n/perAck+1)
 	}
-	// Two bowls, one write per 10 min each, plus an hour boundary now and
-	// then: about 2 x (60 + 10).
-	if rollups > 2*(n/10+n/60+2) {
-		t.Errorf("rollup puts = %d; want at most %d", rollups, 2*(n/10+n/60+2))
+	// Two bowls, one write per RollupEvery each, plus an hour boundary
+	// now and then.
+	perRollup := int(DefaultRollupEvery / time.Minute)
+	if rollups > 2*(n/perRollup+n/60+2) {
+		t.Errorf("rollup puts = %d; want at most %d", rollups, 2*(n/perRollup+n/60+2))
 	}
 	if r.db.gets > 1 {
 		t.Errorf("gets = %d; want 1 (the state row, on first use)", r.db.gets)
@@ -263,7 +265,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("Validate of an empty Config = nil; want ErrConfig")
 	}
 	d := DefaultConfig()
-	if d.AckEvery != 10*time.Minute || d.GapGrace != 30*time.Minute || d.RollupEvery != 10*time.Minute {
+	if d.AckEvery != 20*time.Minute || d.GapGrace != 30*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
 		t.Errorf("DefaultConfig = %+v", d)
 	}
 }

@@ -66,7 +66,9 @@ type Config struct {
 	BatchInterval time.Duration
 	// AckTimeout is how long telemetry that was sent (PUBACKed) may stay
 	// unacknowledged by the cloud before it is sent again (WireV2). It
-	// must exceed the cloud's ack cadence (10 minutes). Default 30 minutes.
+	// must exceed the cloud's ack cadence (cloud/durable DefaultAckEvery,
+	// 20 minutes) plus BatchInterval. Default DefaultAckTimeout, 30
+	// minutes.
 	AckTimeout time.Duration
 	// BatchMaxSamples bounds the samples of one batch (WireV2), so a
 	// backlog is read from the outbox a part at a time. Default 100000.

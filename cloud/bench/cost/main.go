@@ -52,6 +52,7 @@ func main() {
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: shortest run time between two writes of one bowl's rollup (cloud/durable RollupEvery; 0: every call)")
 	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
+	registryTTL := fs.Duration("registry-ttl", def.RegistryTTL, "consumer: how long its device registry cache serves a thing's tenant (cloud/durable RegistryTTL)")
 	sampleHz := fs.Float64("sample-hz", 10, "each bowl's sample rate (weight_g); a batch carries every bowl's samples of its interval")
 	kinesisMode := fs.String("kinesis", pricing.Provisioned, "Kinesis capacity mode in the total: provisioned or on-demand")
 	peak := fs.Float64("peak", 2, "peak-to-mean factor applied to rate quotas and shard sizing")
@@ -90,7 +91,7 @@ func main() {
 			Notes: []string{"costs from a formula do not count toward the goals: run without --design to measure"}}
 	} else {
 		dc := durable.DefaultConfig()
-		dc.AckEvery, dc.RollupEvery = *ackEvery, *rollupEvery
+		dc.AckEvery, dc.RollupEvery, dc.RegistryTTL = *ackEvery, *rollupEvery, *registryTTL
 		consumerStage = newRealConsumer(dc)
 		if *warmup <= 0 {
 			*warmup = *ackEvery + *batchEvery
@@ -107,8 +108,8 @@ func main() {
 			rollups = "per " + rollupEvery.String()
 		}
 		r = report{Source: "counted from a run", Counts: c, Detail: &x,
-			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time counted after %v of warm-up (%v real at %gx); a batch per %v, ack_timeout %v; consumer: an ack per %v (QoS 0), rollups %s",
-				c.Gateways, c.Bowls, c.Duration.Round(time.Second), *warmup, duration.Round(time.Second), *speed, *batchEvery, *ackTimeout, *ackEvery, rollups),
+			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time counted after %v of warm-up (%v real at %gx); a batch per %v, ack_timeout %v; consumer: an ack per %v (QoS 0), rollups %s, registry cache %v",
+				c.Gateways, c.Bowls, c.Duration.Round(time.Second), *warmup, duration.Round(time.Second), *speed, *batchEvery, *ackTimeout, *ackEvery, rollups, *registryTTL),
 			Notes: append([]string{fmt.Sprintf("batches are edge/wire/batch payloads of every bowl's weight_g at %g Hz; the largest was %d bytes", *sampleHz, c.MaxMessageBytes)},
 				runNotes(c, x)...)}
 	}
