@@ -101,7 +101,7 @@ var (
 // Why each stage is not measured when it is not wired.
 var notWired = map[pricing.Stage]string{
 	pricing.StageRules:    "rules and Kinesis writes — land with the rule stand-in (branch rules)",
-	pricing.StageConsumer: "Kinesis reads, DynamoDB state and rollups, compute — land with cloud/durable (branches consumer, esm)",
+	pricing.StageConsumer: "Kinesis reads, DynamoDB state and rollups, compute, acks — the consumer stage (consumer.go) did not run",
 	pricing.StageQueues:   "SQS and Pipes — the telemetry path has none but the rule-errors queue, whose requests come with the rule stand-in",
 }
 
