@@ -41,14 +41,18 @@ type sentBatch struct {
 type gatewayCounts struct {
 	// Batches published; Resent the samples in them that went again
 	// after AckTimeout.
-	Batches, Resent int64 `json:",omitempty"`
+	Batches int64 `json:"batches"`
+	Resent  int64 `json:"samples_resent"`
 	// Acks delivered to a gateway: applied (its own outbox), ignored
 	// (another outbox), bad (did not decode); the samples they deleted.
-	AcksApplied, AcksIgnored, AcksBad, SamplesAcked int64 `json:",omitempty"`
+	AcksApplied  int64 `json:"acks_applied"`
+	AcksIgnored  int64 `json:"acks_ignored"`
+	AcksBad      int64 `json:"acks_bad"`
+	SamplesAcked int64 `json:"samples_acked"`
 	// Unacked is the samples held unacknowledged at the end; OldestUnacked
 	// the oldest send among them, as an age on the run clock.
-	Unacked       int64         `json:",omitempty"`
-	OldestUnacked time.Duration `json:",omitempty"`
+	Unacked       int64         `json:"samples_unacked"`
+	OldestUnacked time.Duration `json:"oldest_unacked_ns"`
 }
 
 func newGateway(rc runConfig, env Env, id string) *gateway {

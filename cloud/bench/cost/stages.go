@@ -66,17 +66,19 @@ type Rules interface {
 // endpoint answers them (their deliveries are counted at the broker); the
 // event source's checkpoint writes, which only the local stand-in makes.
 type ConsumerCounts struct {
-	Invocations, Records int64
-	Handler              time.Duration
-	MemoryMB             int
+	Invocations int64         `json:"invocations"`
+	Records     int64         `json:"records"`
+	Handler     time.Duration `json:"handler_ns"`
+	MemoryMB    int           `json:"memory_mb"`
 	// BatchSize and BatchWindow are the event source mapping's.
-	BatchSize   int
-	BatchWindow time.Duration
+	BatchSize   int           `json:"batch_size"`
+	BatchWindow time.Duration `json:"batch_window_ns"`
 	// Shards is the number of the stream's shards records came from.
-	Shards                            int
-	HTTPSPublishes, HTTPSPublishUnits int64
-	CheckpointWrites                  int64
-	CheckpointWRU                     float64
+	Shards            int     `json:"shards"`
+	HTTPSPublishes    int64   `json:"https_publishes"`
+	HTTPSPublishUnits int64   `json:"https_publish_units"`
+	CheckpointWrites  int64   `json:"checkpoint_writes_not_billed"`
+	CheckpointWRU     float64 `json:"checkpoint_wru_not_billed"`
 }
 
 // Consumer is the Kinesis consumer (cloud/durable behind the event source
