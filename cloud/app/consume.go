@@ -50,7 +50,7 @@ func (a *App) IoTPublisher(endpoint string) (*iotdata.Publisher, error) {
 
 // TelemetryConsumer builds the telemetry stream's consumer
 // (cloud/durable) with its state table, the device registry behind a
-// cache, the dead-letter store, the engine (bowl.data_gap) and pub, which
+// cache (cfg.RegistryTTL), the dead-letter store, the engine (bowl.data_gap) and pub, which
 // publishes the acknowledgements. cfg gives the cadences and bounds
 // (start from durable.DefaultConfig); the dependencies are filled here.
 func (a *App) TelemetryConsumer(cfg durable.Config, pub durable.Publisher) (*durable.Consumer, error) {
@@ -59,7 +59,11 @@ func (a *App) TelemetryConsumer(cfg durable.Config, pub durable.Publisher) (*dur
 	if err != nil {
 		return nil, fmt.Errorf("telemetry consumer: %w", err)
 	}
-	cache, err := devices.NewCache(reg, devices.CacheConfig{Now: cfg.Now})
+	ttl := cfg.RegistryTTL
+	if ttl == 0 {
+		ttl = durable.DefaultRegistryTTL
+	}
+	cache, err := devices.NewCache(reg, devices.CacheConfig{TTL: ttl, Now: cfg.Now})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry consumer: %w", err)
 	}

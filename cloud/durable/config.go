@@ -51,8 +51,16 @@ type DynamoAPI interface {
 
 var _ DynamoAPI = (*dynamodb.Client)(nil)
 
-// DefaultRollupEvery is DefaultConfig's RollupEvery.
-const DefaultRollupEvery = 10 * time.Minute
+// Defaults of Config (docs/cost.md says why these numbers).
+const (
+	// DefaultAckEvery is AckEvery's default. edge/forward's
+	// DefaultAckTimeout must stay longer than it plus a batch interval.
+	DefaultAckEvery = 20 * time.Minute
+	// DefaultRollupEvery is DefaultConfig's RollupEvery.
+	DefaultRollupEvery = 30 * time.Minute
+	// DefaultRegistryTTL is RegistryTTL's default.
+	DefaultRegistryTTL = 10 * time.Minute
+)
 
 // DefaultConfig returns a Config with every default set, RollupEvery
 // included; fill in the dependencies.
@@ -81,8 +89,9 @@ type Config struct {
 
 	// AckEvery is the longest a gateway waits for an acknowledgement of
 	// new durable seqs, and the shortest time between two of its acks;
-	// default 10 min (`bowline dev` uses seconds). The gateway's resend
-	// timeout must be longer.
+	// default DefaultAckEvery, 20 min (`bowline dev` uses seconds). The
+	// gateway's resend timeout (edge/forward AckTimeout, default 30 min)
+	// must be longer than AckEvery plus a batch interval.
 	AckEvery time.Duration
 	// GapGrace is how long, on the gateway's clock, a hole between the
 	// seqs of one (outbox, thing) may stay open before bowl.data_gap is
@@ -91,12 +100,21 @@ type Config struct {
 	// RollupEvery is the shortest time between two writes of one bowl's
 	// rollup; 0 writes at the end of every call of Handle (what `bowline
 	// dev` uses), so it is the one field Validate does not default:
-	// DefaultConfig sets it to DefaultRollupEvery, 10 min.
+	// DefaultConfig sets it to DefaultRollupEvery, 30 min: a bowl's hour
+	// row is rewritten whole at every write, so each write costs the
+	// row's size so far (docs/cost.md).
 	RollupEvery time.Duration
 	// MaxAhead is how far a gateway's sent_at may lie after the rule's
 	// received_at before its times are corrected; default 5 min
 	// (cloud/ingest's MaxFutureSkew).
 	MaxAhead time.Duration
+	// RegistryTTL is how long the composition root's cache of the device
+	// registry (cloud/app builds a devices.Cache for Devices) serves a
+	// thing's tenant: a thing moved to another tenant or deregistered is
+	// still accepted for up to this long. Default DefaultRegistryTTL,
+	// 10 min: at 1 min, the cache's own default, a gateway's batch a
+	// minute finds its bowls expired every time (docs/cost.md).
+	RegistryTTL time.Duration
 	// CallTimeout bounds every AWS call (DynamoDB, the registry, the
 	// publisher, the engine), so one hung call cannot stall every ack;
 	// default 5 s.
@@ -156,7 +174,7 @@ func (c *Config) Validate() error {
 	case c.Emitter == nil:
 		return fmt.Errorf("%w: Emitter is required", ErrConfig)
 	}
-	if c.AckEvery < 0 || c.GapGrace < 0 || c.RollupEvery < 0 || c.MaxAhead < 0 || c.CallTimeout < 0 || c.MaxSpans < 0 || c.MaxOutboxes < 0 || c.MaxThings < 0 ||
+	if c.AckEvery < 0 || c.GapGrace < 0 || c.RegistryTTL < 0 || c.RollupEvery < 0 || c.MaxAhead < 0 || c.CallTimeout < 0 || c.MaxSpans < 0 || c.MaxOutboxes < 0 || c.MaxThings < 0 ||
 		c.MaxGateways < 0 || c.MaxBowls < 0 || c.Rejections.PerGateway < 0 || c.Rejections.Window < 0 || c.Rejections.CacheSize < 0 {
 		return fmt.Errorf("%w: durations and sizes must not be negative", ErrConfig)
 	}
@@ -176,7 +194,8 @@ func (c *Config) defaults() {
 			*n = v
 		}
 	}
-	def(&c.AckEvery, 10*time.Minute)
+	def(&c.AckEvery, DefaultAckEvery)
+	def(&c.RegistryTTL, DefaultRegistryTTL)
 	def(&c.GapGrace, 30*time.Minute)
 	def(&c.MaxAhead, 5*time.Minute)
 	def(&c.CallTimeout, 5*time.Second)

@@ -29,7 +29,8 @@ func TestAckCadence(t *testing.T) {
 	if r.pub.msgs[0].topic != wire.AckTopic(tenant, "gw-1") || r.pub.msgs[0].qos != 0 {
 		t.Errorf("ack published on %q qos %d; want %q qos 0", r.pub.msgs[0].topic, r.pub.msgs[0].qos, wire.AckTopic(tenant, "gw-1"))
 	}
-	for m := 1; m < 10; m++ {
+	every := int(DefaultAckEvery / time.Minute)
+	for m := 1; m < every; m++ {
 		at = t0.Add(time.Duration(m) * time.Minute)
 		r.clock.Set(at)
 		q := uint64(60*m + 1)
@@ -38,15 +39,16 @@ func TestAckCadence(t *testing.T) {
 	if n := len(r.pub.acks(t)); n != 1 {
 		t.Fatalf("acks within AckEvery = %d; want still 1", n)
 	}
-	at = t0.Add(10 * time.Minute)
+	at = t0.Add(DefaultAckEvery)
 	r.clock.Set(at)
-	r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", 601, 660, at))))
+	q := uint64(60*every + 1)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", q, q+59, at))))
 	acks := r.pub.acks(t)
 	if len(acks) != 2 {
 		t.Fatalf("acks after AckEvery = %d; want 2", len(acks))
 	}
-	if got := acks[1].Things["gw-1:a"]; !slices.Equal(got, []wire.Range{{First: 1, Last: 660}}) {
-		t.Errorf("second ack gw-1:a = %v; want [[1,660]]", got)
+	if got, want := acks[1].Things["gw-1:a"], []wire.Range{{First: 1, Last: q + 59}}; !slices.Equal(got, want) {
+		t.Errorf("second ack gw-1:a = %v; want %v", got, want)
 	}
 	// Nothing new: nothing to acknowledge however long it waits.
 	r.clock.Set(t0.Add(time.Hour))

@@ -22,11 +22,14 @@ func seenOnly(t *testing.T, p *fakePublisher, outbox, thing string, seen spanSet
 	}
 }
 
+// ackEvery10 pins the ack cadence the timelines below are written for.
+func ackEvery10(c *Config) { c.AckEvery = 10 * time.Minute }
+
 // The consumer's state is not the durability promise: a process that lost
 // it (cold start, empty row) or reads a stale row acknowledges less,
 // never a seq it has not seen in the stream.
 func TestLostOrStaleStateNeverAcksUnseen(t *testing.T) {
-	r := newRig(t, nil)
+	r := newRig(t, ackEvery10)
 	ctx := context.Background()
 	// Process A sees 1..100 and acknowledges them (its row now says so).
 	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 100, t0))))
@@ -34,7 +37,7 @@ func TestLostOrStaleStateNeverAcksUnseen(t *testing.T) {
 
 	// Lost state: process B on an empty table sees only 150..160.
 	r.pub.msgs = nil
-	lost := r.consumer(t, newFakeDB(), nil)
+	lost := r.consumer(t, newFakeDB(), ackEvery10)
 	r.handle(t, lost, r.record(t, tenant, "gw-1", t0.Add(time.Minute), encode(t, "ob1", t0.Add(time.Minute), weights("gw-1:a", 150, 160, t0))))
 	got := ackedRanges(t, r.pub, "ob1")["gw-1:a"]
 	if want := (spanSet{{150, 160}}); !slices.Equal(got, want) {
@@ -49,7 +52,7 @@ func TestLostOrStaleStateNeverAcksUnseen(t *testing.T) {
 	staleDB := newFakeDB()
 	staleDB.items[[2]string{StatePK(tenant, "gw-1"), StateSK}] = stale
 	r.pub.msgs = nil
-	c := r.consumer(t, staleDB, nil)
+	c := r.consumer(t, staleDB, ackEvery10)
 	r.handle(t, c, r.record(t, tenant, "gw-1", t0.Add(11*time.Minute), encode(t, "ob1", t0.Add(11*time.Minute), weights("gw-1:a", 250, 260, t0))))
 	got = ackedRanges(t, r.pub, "ob1")["gw-1:a"]
 	if want := (spanSet{{1, 100}, {250, 260}}); !slices.Equal(got, want) {
@@ -60,7 +63,7 @@ func TestLostOrStaleStateNeverAcksUnseen(t *testing.T) {
 	// A process whose cached row is stale and that shares A's table: its
 	// put conflicts, it reads A's row, merges and writes the union.
 	shared := r.db
-	c2 := r.consumer(t, shared, nil)
+	c2 := r.consumer(t, shared, ackEvery10)
 	// c2 caches an old view of the row: load it, then A writes again.
 	if _, err := c2.gateway(ctx, tenant, "gw-1"); err != nil {
 		t.Fatal(err)
@@ -243,13 +246,15 @@ func TestWritesOnlyWhenSomethingMatters(t *testing.T) {
 	}
 	state, rollups := r.db.statePuts(), r.db.rollupPuts()
 	t.Logf("%d records: %d state puts, %d rollup puts, %d gets", n, state, rollups, r.db.gets)
-	if state > n/10+1 {
-		t.Errorf("state puts = %d; want at most %d (one per AckEvery)", state, n/10+1)
+	perAck := int(DefaultAckEvery / time.Minute)
+	if state > n/perAck+1 {
+		t.Errorf("state puts = %d; want at most %d (one per AckEvery)", state, n/perAck+1)
 	}
-	// Two bowls, one write per 10 min each, plus an hour boundary now and
-	// then: about 2 x (60 + 10).
-	if rollups > 2*(n/10+n/60+2) {
-		t.Errorf("rollup puts = %d; want at most %d", rollups, 2*(n/10+n/60+2))
+	// Two bowls, one write per RollupEvery each, plus an hour boundary
+	// now and then.
+	perRollup := int(DefaultRollupEvery / time.Minute)
+	if rollups > 2*(n/perRollup+n/60+2) {
+		t.Errorf("rollup puts = %d; want at most %d", rollups, 2*(n/perRollup+n/60+2))
 	}
 	if r.db.gets > 1 {
 		t.Errorf("gets = %d; want 1 (the state row, on first use)", r.db.gets)
@@ -263,7 +268,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("Validate of an empty Config = nil; want ErrConfig")
 	}
 	d := DefaultConfig()
-	if d.AckEvery != 10*time.Minute || d.GapGrace != 30*time.Minute || d.RollupEvery != 10*time.Minute {
+	if d.AckEvery != 20*time.Minute || d.GapGrace != 30*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
 		t.Errorf("DefaultConfig = %+v", d)
 	}
 }

@@ -85,7 +85,9 @@ type Config struct {
 	BatchInterval time.Duration
 	// AckTimeout is how long telemetry that was sent (PUBACKed) may stay
 	// unacknowledged by the cloud before it is sent again (WireV2). It
-	// must exceed the cloud's ack cadence (10 minutes). Default 30 minutes.
+	// must exceed the cloud's ack cadence (cloud/durable DefaultAckEvery,
+	// 20 minutes) plus BatchInterval. Default DefaultAckTimeout, 30
+	// minutes.
 	AckTimeout time.Duration
 	// BatchMaxSamples bounds the samples of one batch (WireV2), so a
 	// backlog is read from the outbox a part at a time. Default 100000.
@@ -98,6 +100,12 @@ type Config struct {
 	// time.Now.
 	Now func() time.Time
 }
+
+// DefaultAckTimeout is Config.AckTimeout's default: longer than the
+// cloud's ack cadence (cloud/durable's default AckEvery) plus a batch
+// interval, so a gateway does not resend what the cloud is about to
+// acknowledge.
+const DefaultAckTimeout = 30 * time.Minute
 
 // Telemetry wire formats (Config.Wire).
 const (
@@ -113,7 +121,7 @@ func (c *Config) setDefaults() {
 		c.BatchInterval = time.Minute
 	}
 	if c.AckTimeout == 0 {
-		c.AckTimeout = 30 * time.Minute
+		c.AckTimeout = DefaultAckTimeout
 	}
 	if c.BatchMaxSamples == 0 {
 		c.BatchMaxSamples = 100_000

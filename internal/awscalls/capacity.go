@@ -128,11 +128,26 @@ func (u *Usage) add(write bool, table, key string, n float64) {
 		total, perKey, busiest = u.c.WRU, u.keyWRU, &u.c.MaxKeyWRU
 	}
 	total[table] += n
+	kinds := u.c.RRUByKind
+	if write {
+		kinds = u.c.WRUByKind
+	}
+	kinds[Kind(table, key)] += n
 	if key != "" {
 		k := table + "\x00" + key
 		perKey[k] += n
 		*busiest = math.Max(*busiest, perKey[k])
 	}
+}
+
+// Kind names the kind of row a partition key is of, for the units by
+// kind: the table, a space and the key up to its first '#' ("telemetry_state
+// GW", "telemetry_state ROLLUP"); the table alone for a key without one.
+func Kind(table, key string) string {
+	if i := strings.IndexByte(key, '#'); i > 0 {
+		return table + " " + key[:i]
+	}
+	return table
 }
 
 func writeUnits(item map[string]ddbtypes.AttributeValue) float64 {

@@ -47,8 +47,12 @@ type UsageCounts struct {
 	// DynamoDB request units by table (capacity.go says how they are
 	// derived), how many calls reported their consumed capacity and how
 	// many were sized instead, and the busiest partition key's units.
-	WRU               map[string]float64 `json:"wru"`
-	RRU               map[string]float64 `json:"rru"`
+	WRU map[string]float64 `json:"wru"`
+	RRU map[string]float64 `json:"rru"`
+	// WRUByKind and RRUByKind split them by the kind of row (Kind): a
+	// table that holds several (state rows and rollups) shows each.
+	WRUByKind         map[string]float64 `json:"wru_by_kind"`
+	RRUByKind         map[string]float64 `json:"rru_by_kind"`
 	CapacityReported  int64              `json:"capacity_reported"`
 	CapacitySized     int64              `json:"capacity_sized"`
 	MaxKeyWRU         float64            `json:"max_key_wru"`
@@ -84,7 +88,8 @@ type Usage struct {
 // NewUsage returns an empty Usage.
 func NewUsage() *Usage {
 	return &Usage{
-		c:      UsageCounts{Calls: map[string]int64{}, WRU: map[string]float64{}, RRU: map[string]float64{}},
+		c: UsageCounts{Calls: map[string]int64{}, WRU: map[string]float64{}, RRU: map[string]float64{},
+			WRUByKind: map[string]float64{}, RRUByKind: map[string]float64{}},
 		keyWRU: map[string]float64{}, keyRRU: map[string]float64{},
 	}
 }
@@ -118,6 +123,7 @@ func (u *Usage) Counts() UsageCounts {
 	defer u.mu.Unlock()
 	c := u.c
 	c.Calls, c.WRU, c.RRU = maps.Clone(u.c.Calls), maps.Clone(u.c.WRU), maps.Clone(u.c.RRU)
+	c.WRUByKind, c.RRUByKind = maps.Clone(u.c.WRUByKind), maps.Clone(u.c.RRUByKind)
 	return c
 }
 
@@ -257,6 +263,7 @@ func (c UsageCounts) Since(before UsageCounts) UsageCounts {
 		out.Calls[k] -= v
 	}
 	out.WRU, out.RRU = sub(c.WRU, before.WRU), sub(c.RRU, before.RRU)
+	out.WRUByKind, out.RRUByKind = sub(c.WRUByKind, before.WRUByKind), sub(c.RRUByKind, before.RRUByKind)
 	out.KinesisRecords -= before.KinesisRecords
 	out.KinesisBytes -= before.KinesisBytes
 	out.KinesisBilledBytes -= before.KinesisBilledBytes

@@ -115,6 +115,13 @@ type Counts struct {
 	// (measured handler time x configured memory).
 	LambdaInvocations int64   `json:"lambda_invocations"`
 	LambdaGBSeconds   float64 `json:"lambda_gb_seconds"`
+	// LambdaBatchSize and LambdaBatchWindow are the event source mapping's
+	// BatchSize and MaximumBatchingWindowInSeconds. When set, invocations
+	// at scale follow the records per shard (a run's few records per shard
+	// fill no batch, a fleet's do) instead of growing with gateways: see
+	// invocationsPerMonth.
+	LambdaBatchSize   int           `json:"lambda_batch_size,omitempty"`
+	LambdaBatchWindow time.Duration `json:"lambda_batch_window,omitempty"`
 
 	// NotMeasured names the stages the run could not measure and why
 	// ("lands with cloud/durable").

@@ -302,8 +302,8 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 			k.add(SQSFIFO, float64(c.SQSFIFORequests)*s.bowlMonth)
 			return k
 		}},
-		{name: CompCompute, detail: "Lambda arm64: invocations and measured GB-seconds", stage: StageConsumer, inTotal: true, cost: func(s scale, _ int) (k cost) {
-			k.add(LambdaRequests, float64(c.LambdaInvocations)*s.gwMonth)
+		{name: CompCompute, detail: "Lambda arm64: invocations and measured GB-seconds", stage: StageConsumer, inTotal: true, cost: func(s scale, n int) (k cost) {
+			k.add(LambdaRequests, invocationsPerMonth(c, s, n))
 			k.add(LambdaDurationARM, c.LambdaGBSeconds*s.bowlMonth)
 			return k
 		}},
@@ -326,6 +326,28 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 		out = append(out, l)
 	}
 	return out
+}
+
+// invocationsPerMonth is the consumer's Lambda invocations per month at
+// scale s with n shards. Without the mapping's batch size in c they grow
+// with gateways like the run's. With it, each shard gets its share r of
+// the records per second and the mapping hands them over in batches of at
+// most BatchSize, at most one partial batch per batching window (or per
+// read, about one a second): max(r / BatchSize, min(r, 1 / window)) invocations per shard-second.
+// The run's own invocations are counted (LambdaInvocations) and shown;
+// at a few records per shard they are about one per record, which a
+// fleet's full batches are not.
+func invocationsPerMonth(c Counts, s scale, n int) float64 {
+	if c.LambdaBatchSize <= 0 || n < 1 {
+		return float64(c.LambdaInvocations) * s.gwMonth
+	}
+	r := float64(c.KinesisRecords) * s.gwRate / float64(n)
+	perShard := r / float64(c.LambdaBatchSize)
+	// Lambda reads a shard about once a second: a window under a second
+	// still hands over at most one partial batch per read.
+	w := math.Max(c.LambdaBatchWindow.Seconds(), 1)
+	perShard = math.Max(perShard, math.Min(r, 1/w))
+	return perShard * float64(n) * SecondsPerMonth
 }
 
 // load is a quota's load at one scale.

@@ -267,3 +267,30 @@ func TestDocsListEveryPriceAndQuota(t *testing.T) {
 		}
 	}
 }
+
+// With the mapping's batch size, invocations at scale follow the records
+// per shard: full batches on a busy shard, one per record on a quiet one,
+// never one per record of a fleet.
+func TestInvocationsFollowRecordsPerShard(t *testing.T) {
+	c := Counts{Duration: time.Hour, Gateways: 1, Bowls: 1, KinesisRecords: 3600, LambdaInvocations: 3600}
+	for _, tc := range []struct {
+		gateways float64
+		shards   int
+		perSec   float64 // invocations per second, all shards
+	}{
+		{gateways: 1000, shards: 4, perSec: 4 * 2.5}, // 250 records/s per shard: batches of 100
+		{gateways: 1, shards: 1, perSec: 1},          // 1 record/s: one batch a second
+		{gateways: 0.5, shards: 1, perSec: 0.5},      // a record every 2 s: one invocation each
+	} {
+		s := scale{gwRate: tc.gateways / c.Duration.Seconds()}
+		withBatch := c
+		withBatch.LambdaBatchSize, withBatch.LambdaBatchWindow = 100, time.Second
+		if got, want := invocationsPerMonth(withBatch, s, tc.shards), tc.perSec*SecondsPerMonth; math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%g gateways on %d shards: invocations = %g; want %g", tc.gateways, tc.shards, got, want)
+		}
+		s.gwMonth = s.gwRate * SecondsPerMonth
+		if got, want := invocationsPerMonth(c, s, tc.shards), 3600*s.gwMonth; got != want {
+			t.Errorf("without a batch size: invocations = %g; want the run's scaled, %g", got, want)
+		}
+	}
+}

@@ -2,17 +2,18 @@
 // Bowline's telemetry path, counted from a run. It starts the local stack
 // (internal/localstack), runs light simulated gateways that publish one
 // batch per minute through Basic Ingest, counts at the broker
-// (mqttbroker.Meter), at the rule stand-in and from every AWS call
-// (awscalls.Usage), and multiplies the counts, scaled to 10k, 100k, 1M and
+// (mqttbroker.Meter), at the rule stand-in, at the consumer (cloud/durable
+// behind the event source stand-in, acknowledging over the IoT data
+// plane) and from every AWS call (awscalls.Usage), and multiplies the counts, scaled to 10k, 100k, 1M and
 // 10M bowls, by the dated price table of internal/pricing. Beside the bill
 // it prints every AWS quota the design touches with its load at each
 // scale (docs/cost.md).
 //
-//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 10] [--json]
+//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 20m] [--rollup-every 30m] [--json]
 //	go run ./cloud/bench/cost --design    # the design's fixed counts, no run
 //
-// It writes .bench/cost.txt and .bench/cost.json. A stage whose part has
-// not landed is printed as not measured.
+// It writes .bench/cost.txt and .bench/cost.json and prints which stages
+// were measured; a stage that did not run is printed as not measured.
 package main
 
 import (
@@ -29,6 +30,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/eventsource"
+	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/internal/pricing"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -39,13 +43,17 @@ func main() {
 		fmt.Fprintln(fs.Output(), "bench cost: what AWS would bill the telemetry path, counted from a run, at 10k-10M bowls, and the AWS quotas it loads\n\nUsage: go run ./cloud/bench/cost [flags]\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	duration := fs.Duration("duration", 3*time.Minute, "real time the simulated gateways run")
+	duration := fs.Duration("duration", 3*time.Minute, "real time the counting lasts (after the warm-up)")
 	gateways := fs.Int("gateways", 60, "simulated gateways")
-	speed := fs.Float64("speed", 10, "run clock speed: batches and acks come this many times faster than real time")
-	batchEvery := fs.Duration("batch-every", time.Minute, "run time between a gateway's batches")
-	ackEvery := fs.Duration("ack-every", 10*time.Minute, "run time between a gateway's acknowledgements")
+	speed := fs.Float64("speed", 20, "run clock speed: batches and acks come this many times faster than real time")
+	def := durable.DefaultConfig()
+	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
+	ackTimeout := fs.Duration("ack-timeout", forward.DefaultAckTimeout, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward AckTimeout); must exceed --ack-every + --batch-every")
+	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
+	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: shortest run time between two writes of one bowl's rollup (cloud/durable RollupEvery; 0: every call)")
+	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
+	registryTTL := fs.Duration("registry-ttl", def.RegistryTTL, "consumer: how long its device registry cache serves a thing's tenant (cloud/durable RegistryTTL)")
 	sampleHz := fs.Float64("sample-hz", 10, "each bowl's sample rate (weight_g); a batch carries every bowl's samples of its interval")
-	ackQoS := fs.Int("ack-qos", 0, "QoS of acknowledgements (1 adds a metered PUBACK per ack)")
 	kinesisMode := fs.String("kinesis", pricing.Provisioned, "Kinesis capacity mode in the total: provisioned or on-demand")
 	peak := fs.Float64("peak", 2, "peak-to-mean factor applied to rate quotas and shard sizing")
 	design := fs.Bool("design", false, "no run: estimate from the design's fixed counts (docs/cost.md)")
@@ -58,8 +66,12 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	if *gateways < 1 || *duration <= 0 || *speed <= 0 || *batchEvery <= 0 || *ackEvery <= 0 || *sampleHz <= 0 || *ackQoS < 0 || *ackQoS > 1 {
-		fmt.Fprintln(os.Stderr, "bench cost: --gateways, --duration, --speed, --batch-every, --ack-every and --sample-hz must be positive, --ack-qos 0 or 1")
+	if *gateways < 1 || *duration <= 0 || *speed <= 0 || *batchEvery <= 0 || *ackEvery <= 0 || *sampleHz <= 0 || *rollupEvery < 0 {
+		fmt.Fprintln(os.Stderr, "bench cost: --gateways, --duration, --speed, --batch-every, --ack-every and --sample-hz must be positive, --rollup-every not negative")
+		os.Exit(2)
+	}
+	if *ackTimeout <= *ackEvery+*batchEvery {
+		fmt.Fprintf(os.Stderr, "bench cost: --ack-timeout %v must be longer than --ack-every %v + --batch-every %v, or the gateways resend what the consumer has not yet acknowledged\n", *ackTimeout, *ackEvery, *batchEvery)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -70,27 +82,36 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	model := pricing.Model{Kinesis: *kinesisMode, PeakFactor: *peak, RetentionHours: resources.TelemetryRetentionHours}
+	model := pricing.Model{Kinesis: *kinesisMode, PeakFactor: *peak, RetentionHours: resources.TelemetryRetentionHours,
+		ParallelizationFactor: eventsource.TelemetryConsumer.ParallelizationFactor}
 	var r report
 	if *design {
 		r = report{Source: "from the design's fixed counts (assumptions, not a measurement)", Counts: designCounts(),
 			Run:   "one 2.5 KB batch per gateway per minute via Basic Ingest; one ack per gateway per 10 min, QoS 0, over HTTPS; state written once per ack",
 			Notes: []string{"costs from a formula do not count toward the goals: run without --design to measure"}}
 	} else {
+		dc := durable.DefaultConfig()
+		dc.AckEvery, dc.RollupEvery, dc.RegistryTTL = *ackEvery, *rollupEvery, *registryTTL
+		consumerStage = newRealConsumer(dc)
+		if *warmup <= 0 {
+			*warmup = *ackEvery + *batchEvery
+		}
 		rc := runConfig{Gateways: *gateways, BowlsPerGateway: 1.5, Duration: *duration, Speed: *speed,
-			BatchEvery: *batchEvery, AckEvery: *ackEvery, SampleHz: *sampleHz, AckQoS: byte(*ackQoS), Log: log}
-		c, err := measure(ctx, rc)
+			BatchEvery: *batchEvery, AckTimeout: *ackTimeout, Warmup: *warmup, SampleHz: *sampleHz, Log: log}
+		c, x, err := measure(ctx, rc)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench cost:", err)
 			os.Exit(1)
 		}
-		r = report{Source: "counted from a run", Counts: c,
-			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time (%v real at %gx); a batch per %v, an ack per %v at QoS %d",
-				c.Gateways, c.Bowls, c.Duration.Round(time.Second), duration.Round(time.Second), *speed, *batchEvery, *ackEvery, *ackQoS),
-			Notes: []string{fmt.Sprintf("batches are edge/wire/batch payloads of every bowl's weight_g at %g Hz; the largest was %d bytes", *sampleHz, c.MaxMessageBytes)}}
-		if consumerStage == nil {
-			r.Notes = append(r.Notes, "acks are published by the bench's placeholder acker until the consumer lands (TODO integrator)")
+		rollups := "every call"
+		if *rollupEvery > 0 {
+			rollups = "per " + rollupEvery.String()
 		}
+		r = report{Source: "counted from a run", Counts: c, Detail: &x,
+			Run: fmt.Sprintf("%d gateways, %d bowls, %v of run time counted after %v of warm-up (%v real at %gx); a batch per %v, ack_timeout %v; consumer: an ack per %v (QoS 0), rollups %s, registry cache %v",
+				c.Gateways, c.Bowls, c.Duration.Round(time.Second), *warmup, duration.Round(time.Second), *speed, *batchEvery, *ackTimeout, *ackEvery, rollups, *registryTTL),
+			Notes: append([]string{fmt.Sprintf("batches are edge/wire/batch payloads of every bowl's weight_g at %g Hz; the largest was %d bytes", *sampleHz, c.MaxMessageBytes)},
+				runNotes(c, x)...)}
 	}
 	r.Extra = map[string]string{"peak": fmt.Sprint(*peak)}
 	e, err := pricing.Run(r.Counts, model)

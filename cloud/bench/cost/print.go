@@ -13,14 +13,17 @@ import (
 // report is what the program prints and writes as JSON.
 type report struct {
 	// Source says where the counts come from: "run" or "design".
-	Source   string            `json:"source"`
-	Run      string            `json:"run"`
-	Counts   pricing.Counts    `json:"counts"`
-	Estimate pricing.Estimate  `json:"estimate"`
-	Prices   []pricing.Price   `json:"prices"`
-	Quotas   []pricing.Quota   `json:"quotas"`
-	Notes    []string          `json:"notes,omitempty"`
-	Extra    map[string]string `json:"extra,omitempty"`
+	Source   string           `json:"source"`
+	Run      string           `json:"run"`
+	Counts   pricing.Counts   `json:"counts"`
+	Estimate pricing.Estimate `json:"estimate"`
+	Prices   []pricing.Price  `json:"prices"`
+	Quotas   []pricing.Quota  `json:"quotas"`
+	Notes    []string         `json:"notes,omitempty"`
+	// Detail is a run's counts beside the model's: the gateways' acks,
+	// every AWS call, the consumer's own counts.
+	Detail *runExtra         `json:"detail,omitempty"`
+	Extra  map[string]string `json:"extra,omitempty"`
 }
 
 func scaleName(n int) string {

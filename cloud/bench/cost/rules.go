@@ -29,7 +29,7 @@ func (s *ruleStandIn) Start(ctx context.Context, env Env) error {
 		return fmt.Errorf("rules stand-in: %w", err)
 	}
 	s.app = a
-	r, err := a.Rules(ctx, rules.Config{Broker: env.BrokerURL, ClientID: standInPrefix + "rules", Logger: env.Log})
+	r, err := a.Rules(ctx, rules.Config{Broker: env.BrokerURL, ClientID: standInPrefix + "rules", Now: env.Now, Logger: env.Log})
 	if err != nil {
 		return err
 	}

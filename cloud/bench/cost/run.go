@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
-
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/internal/awscalls"
 	"github.com/bowline-iot/bowline/internal/localstack"
@@ -27,13 +25,17 @@ type runConfig struct {
 	// Duration is real time; the run's clock goes Speed times faster.
 	Duration time.Duration
 	Speed    float64
-	// BatchEvery and AckEvery are in run time: one batch per gateway per
-	// BatchEvery, one acknowledgement per gateway per AckEvery.
-	BatchEvery, AckEvery time.Duration
-	// SampleHz is each bowl's sample rate; AckQoS the QoS acks are
-	// published and subscribed at.
+	// BatchEvery and AckTimeout are the gateways' (edge/forward's
+	// BatchInterval and AckTimeout), in run time: one batch per gateway
+	// per BatchEvery, and what stays unacknowledged AckTimeout after it
+	// was sent goes again in the next batch. The consumer's cadences are
+	// consumerStage's (durable.Config AckEvery, RollupEvery).
+	BatchEvery, AckTimeout time.Duration
+	// Warmup is the run time between the gateways' first batches and the
+	// start of the counting.
+	Warmup time.Duration
+	// SampleHz is each bowl's sample rate.
 	SampleHz float64
-	AckQoS   byte
 	Log      *slog.Logger
 }
 
@@ -52,7 +54,7 @@ func bowlsOf(gw string, i int, perGateway float64) []string {
 
 // measure runs the simulated fleet on the local stack and returns what it
 // counted.
-func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
+func measure(ctx context.Context, rc runConfig) (pricing.Counts, runExtra, error) {
 	// Only what the wired stages use: DynamoDB Local is a JVM.
 	services := []localstack.Service{localstack.MQTT}
 	if rulesStage != nil {
@@ -63,17 +65,17 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 	}
 	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: services, Logger: rc.Log}, "cost")
 	if err != nil {
-		return pricing.Counts{}, err
+		return pricing.Counts{}, runExtra{}, err
 	}
 	defer stack.Close()
 
 	meter := &mqttbroker.Meter{Class: ackClass, Skip: IsStandIn, HTTPS: IsHTTPSStandIn}
 	if err := stack.Broker().AddHook(meter, nil); err != nil {
-		return pricing.Counts{}, fmt.Errorf("add meter: %w", err)
+		return pricing.Counts{}, runExtra{}, fmt.Errorf("add meter: %w", err)
 	}
 	usage := awscalls.NewUsage()
-	env := Env{BrokerURL: stack.MQTTAddr, AWS: usage.Config(stack.AWS), Names: stack.Names, Tenant: tenant,
-		Bowls: map[string][]string{}, Speed: rc.Speed, Log: rc.Log}
+	env := Env{BrokerURL: stack.MQTTAddr, Broker: stack.MQTTBroker(), AWS: usage.Config(stack.AWS), LocalAWS: stack.AWS,
+		Names: stack.Names, Tenant: tenant, Bowls: map[string][]string{}, Speed: rc.Speed, Now: runClock(time.Now(), rc.Speed), Log: rc.Log}
 	bowls := 0
 	for i := range rc.Gateways {
 		gw := fmt.Sprintf("gw-%04d", i)
@@ -88,22 +90,20 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 	}
 	if rulesStage != nil {
 		if err := rulesStage.Start(ctx, env); err != nil {
-			return pricing.Counts{}, fmt.Errorf("start rules: %w", err)
+			return pricing.Counts{}, runExtra{}, fmt.Errorf("start rules: %w", err)
 		}
 		defer rulesStage.Close()
 		delete(notMeasured, pricing.StageRules)
 		delete(notMeasured, pricing.StageQueues)
 	}
-	ackedBy := "the bench's placeholder acker (TODO(integrator): the consumer publishes acks once it lands)"
 	if consumerStage != nil {
 		if err := consumerStage.Start(ctx, env); err != nil {
-			return pricing.Counts{}, fmt.Errorf("start consumer: %w", err)
+			return pricing.Counts{}, runExtra{}, fmt.Errorf("start consumer: %w", err)
 		}
 		defer consumerStage.Close()
 		delete(notMeasured, pricing.StageConsumer)
-		ackedBy = "the consumer"
 	}
-	rc.Log.Info("cost run", "gateways", rc.Gateways, "bowls", bowls, "acks by", ackedBy)
+	rc.Log.Info("cost run", "gateways", rc.Gateways, "bowls", bowls, "consumer", consumerStage != nil)
 
 	// The gateways connect and subscribe first; counting starts once all
 	// have, so that start-up (every CONNECT and SUBSCRIBE at once) is not
@@ -113,19 +113,29 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 	var wg, ready sync.WaitGroup
 	begin := make(chan struct{})
 	errs := make(chan error, rc.Gateways+1)
-	for _, gw := range env.Gateways {
+	gws := make([]*gateway, len(env.Gateways))
+	for i, gw := range env.Gateways {
 		wg.Add(1)
 		ready.Add(1)
+		gws[i] = newGateway(rc, env, gw)
 		go func() {
 			defer wg.Done()
-			if err := gateway(runCtx, rc, env, gw, ready.Done, begin); err != nil {
+			if err := gws[i].run(runCtx, ready.Done, begin); err != nil {
 				errs <- fmt.Errorf("gateway %s: %w", gw, err)
 				cancel()
 			}
 		}()
 	}
 	ready.Wait()
-	m0, u0 := meter.Counts(), usage.Counts()
+	close(begin)
+	// The consumer's start-up is not its steady state either: its first
+	// ack of each gateway is due at once, and it reads every state row
+	// and registry entry once. Counting starts Warmup of run time later.
+	select {
+	case <-runCtx.Done():
+	case <-time.After(time.Duration(float64(rc.Warmup) / rc.Speed)):
+	}
+	m0, u0, g0 := meter.Counts(), usage.Counts(), sumGateways(gws)
 	var r0 RuleCounts
 	var k0 ConsumerCounts
 	if rulesStage != nil {
@@ -135,21 +145,15 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 		k0 = consumerStage.Counts()
 	}
 	start := time.Now()
-	close(begin)
 	stopAt := time.AfterFunc(rc.Duration, cancel)
 	defer stopAt.Stop()
-	if consumerStage == nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := placeholderAcker(runCtx, rc, env); err != nil {
-				errs <- fmt.Errorf("acker: %w", err)
-			}
-		}()
-	}
 	<-runCtx.Done()
 	elapsed := time.Since(start)
-	m1, u1 := meter.Counts(), usage.Counts()
+	m1, u1, g1 := meter.Counts(), usage.Counts(), sumGateways(gws)
+	var k1 ConsumerCounts
+	if consumerStage != nil {
+		k1 = consumerStage.Counts()
+	}
 	wg.Wait()
 	close(errs)
 	var all []error
@@ -157,10 +161,10 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 		all = append(all, err)
 	}
 	if err := errors.Join(all...); err != nil {
-		return pricing.Counts{}, err
+		return pricing.Counts{}, runExtra{}, err
 	}
 	if ctx.Err() != nil {
-		return pricing.Counts{}, ctx.Err()
+		return pricing.Counts{}, runExtra{}, ctx.Err()
 	}
 	c := countsOf(m1.Since(m0), u1.Since(u0), rc.Speed, elapsed)
 	c.Gateways, c.Bowls, c.NotMeasured = rc.Gateways, bowls, notMeasured
@@ -169,15 +173,49 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, error) {
 		c.RuleEvaluations, c.RuleUnits = r.Evaluations-r0.Evaluations, r.EvaluationUnits-r0.EvaluationUnits
 		c.RuleActions, c.RuleActionUnits = r.Actions-r0.Actions, r.ActionUnits-r0.ActionUnits
 	}
+	x := runExtra{Gateways: g1.since(g0), Usage: u1.Since(u0), AckTraffic: m1.Since(m0).Classes[classAck]}
 	if consumerStage != nil {
-		k := consumerStage.Counts()
+		k := k1
 		c.LambdaInvocations = k.Invocations - k0.Invocations
 		// Handler time is real time: the run's clock does not speed up the
 		// work a record takes.
 		c.LambdaGBSeconds = (k.Handler - k0.Handler).Seconds() * float64(k.MemoryMB) / 1024
-		c.RunShards = k.Shards
+		c.LambdaBatchSize, c.LambdaBatchWindow = k.BatchSize, k.BatchWindow
+		c.RunShards = max(1, k.Shards)
+		// The acks' HTTPS publishes, counted at the IoT data endpoint; the
+		// broker counted their deliveries (inline publishes are not seen
+		// as inbound).
+		https, units := k.HTTPSPublishes-k0.HTTPSPublishes, k.HTTPSPublishUnits-k0.HTTPSPublishUnits
+		c.Acks += https
+		c.HTTPPublishes += https
+		c.AckMessaging = c.AckMessaging.Add(pricing.MessageCount{Messages: https, Units: units})
+		x.Consumer = ConsumerCounts{
+			Invocations: c.LambdaInvocations, Records: k.Records - k0.Records, Handler: k.Handler - k0.Handler,
+			MemoryMB: k.MemoryMB, BatchSize: k.BatchSize, BatchWindow: k.BatchWindow, Shards: k.Shards,
+			HTTPSPublishes: https, HTTPSPublishUnits: units,
+			CheckpointWrites: k.CheckpointWrites - k0.CheckpointWrites, CheckpointWRU: k.CheckpointWRU - k0.CheckpointWRU,
+		}
 	}
-	return c, nil
+	return c, x, nil
+}
+
+// runExtra is what a run counted beside the model's counts: the
+// gateways' side of the acks, every AWS call by operation and table, and
+// the consumer's own counts.
+type runExtra struct {
+	Gateways gatewayCounts        `json:"gateways"`
+	Usage    awscalls.UsageCounts `json:"aws_usage"`
+	Consumer ConsumerCounts       `json:"consumer"`
+	// AckTraffic is the acks at the broker: deliveries, PUBACKs.
+	AckTraffic mqttbroker.Traffic `json:"ack_traffic"`
+}
+
+// runClock is a clock that starts at start and runs speed times faster
+// than real time.
+func runClock(start time.Time, speed float64) func() time.Time {
+	return func() time.Time {
+		return start.Add(time.Duration(float64(time.Since(start)) * speed)).UTC()
+	}
 }
 
 // countsOf turns the meter's and the recorder's counts into the model's.
@@ -228,57 +266,6 @@ func ackClass(topic string) string {
 	return ""
 }
 
-// gateway is one light simulated gateway: it connects, subscribes to its
-// ack topic and publishes one batch per BatchEvery on its Basic Ingest
-// topic at QoS 1, starting at a random offset so the fleet is not in step.
-// It calls ready once subscribed (or failed) and publishes nothing before
-// begin is closed.
-func gateway(ctx context.Context, rc runConfig, env Env, gw string, ready func(), begin <-chan struct{}) error {
-	once := sync.OnceFunc(ready)
-	defer once()
-	c := paho.NewClient(paho.NewClientOptions().AddBroker(env.BrokerURL).SetClientID(gw).
-		SetCleanSession(true).SetAutoReconnect(true).SetKeepAlive(5 * time.Minute))
-	if tok := c.Connect(); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
-		return fmt.Errorf("connect: %v", tok.Error())
-	}
-	defer c.Disconnect(250)
-	if tok := c.Subscribe(wire.AckTopic(env.Tenant, gw), rc.AckQoS, func(paho.Client, paho.Message) {}); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
-		return fmt.Errorf("subscribe: %v", tok.Error())
-	}
-	once()
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-begin:
-	}
-	topic := wire.BasicIngestTopic(wire.RuleName(env.Names.Stack, wire.TelemetryRule), wire.Topic{Tenant: env.Tenant, Thing: gw, Kind: wire.KindBatch})
-	every := time.Duration(float64(rc.BatchEvery) / rc.Speed)
-	offset := time.Duration(randUint64() % uint64(every))
-	src := newSource(gw, env.Bowls[gw], rc.SampleHz, randUint64(), time.Now().UTC())
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-time.After(offset):
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		payload, _, err := src.next(rc.BatchEvery)
-		if err != nil {
-			return fmt.Errorf("encode batch: %w", err)
-		}
-		tok := c.Publish(topic, 1, false, payload)
-		if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
-			return fmt.Errorf("publish batch: %v", tok.Error())
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
-}
-
 func randUint64() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -287,43 +274,4 @@ func randUint64() uint64 {
 		v = v<<8 | uint64(x)
 	}
 	return v
-}
-
-// placeholderAcker publishes one acknowledgement per gateway per AckEvery
-// as the consumer will, from an HTTPS stand-in client, so that the ack
-// path's messages are counted at the broker before the consumer lands.
-// TODO(integrator): drop it once consumerStage is wired.
-func placeholderAcker(ctx context.Context, rc runConfig, env Env) error {
-	c := paho.NewClient(paho.NewClientOptions().AddBroker(env.BrokerURL).SetClientID(httpsPrefix + "acker").SetAutoReconnect(true))
-	if tok := c.Connect(); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
-		return fmt.Errorf("connect: %v", tok.Error())
-	}
-	defer c.Disconnect(250)
-	every := time.Duration(float64(rc.AckEvery) / rc.Speed)
-	step := every / time.Duration(len(env.Gateways))
-	seq := map[string]uint64{}
-	tick := time.NewTicker(max(step, time.Millisecond))
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		gw := env.Gateways[i%len(env.Gateways)]
-		things := map[string][]wire.Range{}
-		for _, b := range env.Bowls[gw] {
-			// Ten minutes of samples at one per ten seconds per bowl.
-			things[b] = []wire.Range{{First: seq[b] + 1, Last: seq[b] + 60}}
-			seq[b] += 60
-		}
-		body, err := wire.EncodeAck(wire.AckMessage{Outbox: "ob-" + gw, Things: things, At: time.Now().UTC()})
-		if err != nil {
-			return err
-		}
-		tok := c.Publish(wire.AckTopic(env.Tenant, gw), rc.AckQoS, false, body)
-		if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
-			return fmt.Errorf("publish ack: %v", tok.Error())
-		}
-	}
 }

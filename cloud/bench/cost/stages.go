@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/bowline-iot/bowline/cloud/iotdata"
 	"github.com/bowline-iot/bowline/internal/pricing"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -16,18 +17,25 @@ import (
 // of Config counted (awscalls.Usage) and the broker metered
 // (mqttbroker.Meter).
 type Env struct {
-	// BrokerURL is the embedded broker (tcp://127.0.0.1:port).
+	// BrokerURL is the embedded broker (tcp://127.0.0.1:port); Broker the
+	// broker itself, which publishes inline (the local IoT data endpoint's).
 	BrokerURL string
+	Broker    iotdata.Broker
 	// AWS is the stack's config; clients built from it are counted.
-	AWS   aws.Config
-	Names resources.Names
+	// LocalAWS is the same stack uncounted, for what only a local
+	// stand-in does and AWS does not bill (the event source's
+	// checkpoints).
+	AWS, LocalAWS aws.Config
+	Names         resources.Names
 	// Tenant and Gateways are the simulated fleet's, Bowls the things of
 	// each gateway.
 	Tenant   string
 	Gateways []string
 	Bowls    map[string][]string
-	// Speed is how many times faster than real time the run's clock goes.
+	// Speed is how many times faster than real time the run's clock goes;
+	// Now is that clock (sent_at, received_at, the consumer's cadences).
 	Speed float64
+	Now   func() time.Time
 	Log   *slog.Logger
 }
 
@@ -52,23 +60,31 @@ type Rules interface {
 }
 
 // ConsumerCounts is what the consumer counts of itself: batches handled
-// (Lambda invocations), the handler time they took and the memory the
-// function is configured with. Its acknowledgements are counted where
-// they are published (the broker, the recorder).
+// (Lambda invocations) and their records, the handler time they took and
+// the memory the function is configured with; the acknowledgements'
+// HTTPS publishes and their 5 KB units, counted where the IoT data
+// endpoint answers them (their deliveries are counted at the broker); the
+// event source's checkpoint writes, which only the local stand-in makes.
 type ConsumerCounts struct {
-	Invocations int64
-	Handler     time.Duration
-	MemoryMB    int
-	// Shards is the stream's shard count in the run.
-	Shards int
+	Invocations int64         `json:"invocations"`
+	Records     int64         `json:"records"`
+	Handler     time.Duration `json:"handler_ns"`
+	MemoryMB    int           `json:"memory_mb"`
+	// BatchSize and BatchWindow are the event source mapping's.
+	BatchSize   int           `json:"batch_size"`
+	BatchWindow time.Duration `json:"batch_window_ns"`
+	// Shards is the number of the stream's shards records came from.
+	Shards            int     `json:"shards"`
+	HTTPSPublishes    int64   `json:"https_publishes"`
+	HTTPSPublishUnits int64   `json:"https_publish_units"`
+	CheckpointWrites  int64   `json:"checkpoint_writes_not_billed"`
+	CheckpointWRU     float64 `json:"checkpoint_wru_not_billed"`
 }
 
-// Consumer is the Kinesis consumer (branches consumer, esm; cloud/durable,
-// locally bowline consume): it reads the stream, writes its state and
-// rollups, and publishes acknowledgements. It publishes acks over HTTPS in
-// AWS; locally it publishes them on the broker with a client id that
-// satisfies IsHTTPSStandIn, or through the SDK's IoT data plane client
-// built from Env.AWS.
+// Consumer is the Kinesis consumer (cloud/durable behind the event source
+// stand-in, locally `bowline consume`): it reads the stream, writes its
+// state and rollups, and publishes acknowledgements over HTTPS
+// (iotdata.Publisher to an iotdata.LocalEndpoint on Env.Broker).
 type Consumer interface {
 	Start(ctx context.Context, env Env) error
 	Counts() ConsumerCounts
@@ -79,19 +95,15 @@ type Consumer interface {
 var (
 	// rulesStage is cloud/rules' stand-in (rules.go), landed on main.
 	rulesStage Rules = new(ruleStandIn)
-	// TODO(integrator): set consumerStage when branches consumer and esm
-	// land: cloud/durable behind the local event source (cloud/eventsource,
-	// bowline consume), built from env.AWS so its Kinesis, DynamoDB and
-	// IoT data plane calls are counted, its acks published with a client
-	// id under httpsPrefix (or through the IoT data plane client), its
-	// handler time and invocations counted around the handler.
+	// consumerStage is cloud/durable behind the event source stand-in
+	// (consumer.go); main sets it with the run's cadences.
 	consumerStage Consumer
 )
 
 // Why each stage is not measured when it is not wired.
 var notWired = map[pricing.Stage]string{
 	pricing.StageRules:    "rules and Kinesis writes — land with the rule stand-in (branch rules)",
-	pricing.StageConsumer: "Kinesis reads, DynamoDB state and rollups, compute — land with cloud/durable (branches consumer, esm)",
+	pricing.StageConsumer: "Kinesis reads, DynamoDB state and rollups, compute, acks — the consumer stage (consumer.go) did not run",
 	pricing.StageQueues:   "SQS and Pipes — the telemetry path has none but the rule-errors queue, whose requests come with the rule stand-in",
 }
 

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bowline-iot/bowline/internal/pricing"
+)
+
+// runNotes says what a run measured beside the bill: the stages that ran,
+// the consumer's counts, the DynamoDB units by kind of row, the acks on
+// both sides, and what the local stand-ins did that AWS does not bill.
+func runNotes(c pricing.Counts, x runExtra) []string {
+	var measured []string
+	for _, s := range []pricing.Stage{pricing.StageRules, pricing.StageConsumer, pricing.StageQueues} {
+		if c.Measured(s) {
+			measured = append(measured, string(s))
+		}
+	}
+	notes := []string{"stages measured: broker (connections, telemetry, ack deliveries), " + strings.Join(measured, ", ")}
+	k := x.Consumer
+	if k.Invocations > 0 {
+		notes = append(notes,
+			fmt.Sprintf("consumer: %d invocations, %d records (%.1f per invocation), handler %v (%.2f ms per record) at %d MB arm64 = %.4f GB-s; at scale invocations follow records per shard in batches of %d per %v",
+				k.Invocations, k.Records, float64(k.Records)/float64(k.Invocations), k.Handler.Round(time.Millisecond),
+				float64(k.Handler.Microseconds())/1000/float64(max(1, k.Records)), k.MemoryMB, c.LambdaGBSeconds, k.BatchSize, k.BatchWindow),
+			fmt.Sprintf("consumer: Kinesis %d GetRecords, %d bytes read", c.KinesisGetRecords, c.KinesisBytesRead))
+	}
+	u := x.Usage
+	for _, kind := range slices.Sorted(maps.Keys(unionKeys(u.WRUByKind, u.RRUByKind))) {
+		if u.WRUByKind[kind] == 0 && u.RRUByKind[kind] == 0 {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("dynamodb %s: %.1f WRU, %.1f RRU", kind, u.WRUByKind[kind], u.RRUByKind[kind]))
+	}
+	var calls []string
+	for _, op := range slices.Sorted(maps.Keys(u.Calls)) {
+		if strings.HasPrefix(op, "DynamoDB.") && u.Calls[op] > 0 {
+			calls = append(calls, fmt.Sprintf("%s %d", strings.TrimPrefix(op, "DynamoDB."), u.Calls[op]))
+		}
+	}
+	if len(calls) > 0 {
+		notes = append(notes, fmt.Sprintf("dynamodb calls: %s; capacity from the response %d, sized from the items %d",
+			strings.Join(calls, ", "), u.CapacityReported, u.CapacitySized))
+	}
+	a, g := x.AckTraffic, x.Gateways
+	notes = append(notes,
+		fmt.Sprintf("acks: %d HTTPS publishes (%d x 5 KB), %d deliveries to gateways (%d x 5 KB), %d PUBACKs from gateways (QoS 0)",
+			k.HTTPSPublishes, k.HTTPSPublishUnits, a.PublishesOut, a.Units, a.PubAcksIn),
+		fmt.Sprintf("gateways: %d batches, %d acks applied (%d ignored, %d bad), %d samples deleted, %d resent after ack_timeout; %d held unacknowledged at the end, the oldest sent %v before",
+			g.Batches, g.AcksApplied, g.AcksIgnored, g.AcksBad, g.SamplesAcked, g.Resent, g.Unacked, g.OldestUnacked.Round(time.Second)))
+	if k.CheckpointWrites > 0 {
+		notes = append(notes, fmt.Sprintf("not billed: the event source stand-in's %d checkpoint writes (%.1f WRU on the inbox table); in AWS Lambda keeps its own position", k.CheckpointWrites, k.CheckpointWRU))
+	}
+	return notes
+}
+
+func unionKeys(a, b map[string]float64) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
