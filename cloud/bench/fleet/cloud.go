@@ -195,7 +195,6 @@ func startCloud(ctx context.Context, cfg config, log *slog.Logger) (*cloud, erro
 			}
 		}
 	})
-	c.closers = append(c.closers, func() { consumer.Flush(context.Background()) })
 
 	if err := c.register(ctx, cfg); err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -66,6 +67,7 @@ func main() {
 	out := fs.String("out", ".bench", "folder for fleet.txt and fleet.json (empty: none)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log the parts' info messages")
+	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (the cloud side) to this file")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -92,6 +94,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench fleet:", err)
+			os.Exit(2)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	r, err := measure(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench fleet:", err)
