@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/bowline-iot/bowline/cloud/durable"
-	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // streamCheck is what the whole telemetry stream holds, read back from
@@ -128,7 +128,7 @@ func checkStream(ctx context.Context, client *kinesis.Client, stream string, fr 
 		return c, readErr
 	}
 	outbox := func(thing string) string {
-		gw, _, _ := cut(thing, ':')
+		gw, _, _ := strings.Cut(thing, ":")
 		return "ob-" + gw
 	}
 	for thing, rs := range fr.Acked {
@@ -156,14 +156,3 @@ func checkStream(ctx context.Context, client *kinesis.Client, stream string, fr 
 	c.ReadSeconds = time.Since(start).Seconds()
 	return c, nil
 }
-
-func cut(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
-}
-
-var _ = wire.Range{}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,13 +81,4 @@ func (l *lagRecorder) summary(since time.Time) (p50, p99, worst time.Duration, r
 		}
 	}
 	return p50, p99, worst, len(s), ageAtEnd
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, x := range subs {
-		if strings.Contains(s, x) {
-			return true
-		}
-	}
-	return false
 }
