@@ -32,7 +32,6 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/eventsource"
-	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/internal/pricing"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -48,7 +47,7 @@ func main() {
 	speed := fs.Float64("speed", 20, "run clock speed: batches and acks come this many times faster than real time")
 	def := durable.DefaultConfig()
 	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
-	ackTimeout := fs.Duration("ack-timeout", forward.DefaultAckTimeout, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward AckTimeout); must exceed --ack-every + --batch-every")
+	ackTimeout := fs.Duration("ack-timeout", 30*time.Minute, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward DefaultAckTimeout, 30 min: the bench may not import the edge); must exceed --ack-every + --batch-every")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: shortest run time between two writes of one bowl's rollup (cloud/durable RollupEvery; 0: every call)")
 	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
