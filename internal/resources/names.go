@@ -119,5 +119,9 @@ func (n Names) TelemetryConsumerDLQ() string { return n.name("telemetry-consumer
 const TelemetryRetentionHours = 168
 
 // EventsMaxReceiveCount is the events queue's redrive maxReceiveCount: the
-// number of receives after which SQS moves a message to EventsDLQ.
-const EventsMaxReceiveCount = 5
+// number of receives after which SQS moves a message to EventsDLQ. It is a
+// safety net well above the worker's retry budget (engine/worker
+// DefaultMaxAttempts, 5 attempts retried in place within one receive):
+// receives are spent only by crashes, shutdowns and holds that outlast
+// their bound (docs/delivery.md).
+const EventsMaxReceiveCount = 10
