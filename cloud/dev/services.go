@@ -21,7 +21,6 @@ import (
 	"github.com/bowline-iot/bowline/engine/worker"
 )
 
-
 // startServices starts the cloud side in this process, in dependency
 // order: fakes, device registration, ingest (and waits until it has
 // subscribed, so no bowl message finds the broker without a subscriber),

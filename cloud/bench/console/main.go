@@ -32,7 +32,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bowline-iot/bowline/internal/mosquitto"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // fleetTestEnv must be set for TestShortFleet to run: the test starts
@@ -24,9 +25,8 @@ func TestShortFleet(t *testing.T) {
 	if testing.Short() || os.Getenv(fleetTestEnv) == "" {
 		t.Skipf("set %s=1 and run with -short=false: the fleet bench starts the whole local stack and runs for minutes", fleetTestEnv)
 	}
-	if err := mosquitto.Available(); err != nil {
-		t.Skip(err)
-	}
+	// Asked for: a missing Mosquitto fails under CI=true (testkit.Need).
+	testkit.Need(t, mosquitto.Available())
 	bin := filepath.Join(t.TempDir(), "fleet")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
