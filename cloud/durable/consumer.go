@@ -14,6 +14,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/engine/deadletter"
 )
 
 // Consumer reads the telemetry stream: it is the logic behind the Lambda
@@ -27,7 +28,7 @@ type Consumer struct {
 	obs     Observer
 	codec   batchCodec
 	letters LetterStore
-	limiter *rejectLimiter
+	limiter *deadletter.Budget
 
 	// id names this process in rollup write tokens; writes counts them.
 	id     string

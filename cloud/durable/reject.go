@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -53,9 +52,9 @@ func (c *Consumer) rejected(ctx context.Context, r Record, e envelope, rej *Reje
 	c.log.Info("record rejected", "record", r.describe(), "tenant", deadletter.Text(e.Tenant, maxLogged), "gateway", deadletter.Text(e.Gateway, maxLogged),
 		"reason", rej.Reason, "detail", deadletter.Text(rej.Detail, maxLogged))
 	l := c.letter(r, e, rej)
-	switch v, start := c.limiter.admit(limitKey(r, e), c.cfg.Now()); v {
-	case letterWrite:
-	case letterSummary:
+	switch v, start := c.limiter.Admit(limitKey(r, e), c.cfg.Now()); v {
+	case deadletter.Write:
+	case deadletter.Summary:
 		c.log.Warn("gateway over its dead-letter limit: one summary letter for the rest of the window", "gateway", deadletter.Text(limitKey(r, e), maxLogged),
 			"limit", c.cfg.Rejections.PerGateway, "window", c.cfg.Rejections.Window)
 		l = c.summary(r, e, rej, start)
@@ -151,62 +150,8 @@ func limitKey(r Record, e envelope) string {
 	return "partition/" + r.PartitionKey
 }
 
-// verdict is what the rate limiter allows a rejection.
-type verdict int
-
-const (
-	letterWrite   verdict = iota // under the limit: its own letter
-	letterSummary                // the first past the limit: the window's summary letter
-	letterCounted                // past it: counted only
-)
-
-// rejectLimiter counts rejections per key in fixed windows; it holds at
-// most max keys, and past that newcomers share one overflow window.
-type rejectLimiter struct {
-	per    int
-	window time.Duration
-	max    int
-
-	mu   sync.Mutex
-	keys map[string]*rejectWindow
-}
-
-type rejectWindow struct {
-	start time.Time
-	n     int
-}
-
-func newRejectLimiter(c RejectionConfig) *rejectLimiter {
-	return &rejectLimiter{per: c.PerGateway, window: c.Window, max: c.CacheSize, keys: map[string]*rejectWindow{}}
-}
-
-// admit counts one rejection for key at now and says what it may write,
-// with the start of its window.
-func (l *rejectLimiter) admit(key string, now time.Time) (verdict, time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.keys[key]
-	if !ok && len(l.keys) >= l.max {
-		for k, old := range l.keys {
-			if now.Sub(old.start) >= l.window {
-				delete(l.keys, k)
-			}
-		}
-		if len(l.keys) >= l.max {
-			key = "overflow"
-			w, ok = l.keys[key]
-		}
-	}
-	if !ok || now.Sub(w.start) >= l.window || now.Before(w.start) {
-		w = &rejectWindow{start: now}
-		l.keys[key] = w
-	}
-	w.n++
-	switch {
-	case w.n <= l.per:
-		return letterWrite, w.start
-	case w.n == l.per+1:
-		return letterSummary, w.start
-	}
-	return letterCounted, w.start
+// newRejectLimiter is the budget of rejections: PerGateway letters per
+// gateway and Window.
+func newRejectLimiter(c RejectionConfig) *deadletter.Budget {
+	return deadletter.NewBudget(c.PerGateway, c.Window, c.CacheSize)
 }

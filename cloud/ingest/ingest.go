@@ -25,8 +25,8 @@ type Ingester struct {
 	letters  LetterStore
 	gaps     *gapTracker
 	// limiter and heldLetters bound what rejections cost (reject.go).
-	limiter     *rejectLimiter
-	quarantine  *rejectLimiter // unknown_thing rejections (reject.go)
+	limiter     *deadletter.Budget
+	quarantine  *deadletter.Budget // unknown_thing rejections (reject.go)
 	heldLetters chan struct{}
 
 	// work is the context of message handling; it ends DrainTimeout after

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -120,10 +119,10 @@ func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 	if rej.Reason == ReasonUnknownThing {
 		limiter = in.quarantine
 	}
-	switch v, start := limiter.admit(limitKey(m), in.cfg.Now()); v {
-	case letterWrite:
+	switch v, start := limiter.Admit(limitKey(m), in.cfg.Now()); v {
+	case deadletter.Write:
 		werr = in.writeLetter(ctx, m, rej.Reason, in.letter(m, rej))
-	case letterSummary:
+	case deadletter.Summary:
 		in.log.Warn("device over its dead-letter limit: one summary letter for the rest of the window", "topic", deadletter.Text(m.topic, maxLogged),
 			"limit", in.cfg.Rejections.PerDevice, "window", in.cfg.Rejections.Window)
 		werr = in.writeLetter(ctx, m, rej.Reason, in.summary(m, rej, start))
@@ -267,69 +266,14 @@ func limitKey(m message) string {
 	return "unparsed"
 }
 
-// verdict is what the rate limiter allows a rejection.
-type verdict int
-
-const (
-	letterWrite   verdict = iota // under the limit: its own letter
-	letterSummary                // the first past the limit: the window's summary letter
-	letterCounted                // past it: counted only
-)
-
-// rejectLimiter counts rejections per key in fixed windows. Its map holds
-// at most max keys: when full, expired windows go first, then the new key
-// shares one overflow window with every other newcomer.
-type rejectLimiter struct {
-	per    int
-	window time.Duration
-	max    int
-
-	mu   sync.Mutex
-	keys map[string]*rejectWindow
+// newRejectLimiter is the budget of rejections: PerDevice letters per
+// gateway and Window.
+func newRejectLimiter(c RejectionConfig) *deadletter.Budget {
+	return deadletter.NewBudget(c.PerDevice, c.Window, c.CacheSize)
 }
 
-type rejectWindow struct {
-	start time.Time
-	n     int
-}
-
-// newQuarantine is the limiter of unregistered bowls' rejections:
+// newQuarantine is the budget of unregistered bowls' rejections:
 // Unregistered letters per gateway an hour.
-func newQuarantine(c RejectionConfig) *rejectLimiter {
-	return &rejectLimiter{per: c.Unregistered, window: time.Hour, max: c.CacheSize, keys: map[string]*rejectWindow{}}
-}
-
-func newRejectLimiter(c RejectionConfig) *rejectLimiter {
-	return &rejectLimiter{per: c.PerDevice, window: c.Window, max: c.CacheSize, keys: map[string]*rejectWindow{}}
-}
-
-// admit counts one rejection for key at now and says what it may write,
-// with the start of its window.
-func (l *rejectLimiter) admit(key string, now time.Time) (verdict, time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w, ok := l.keys[key]
-	if !ok && len(l.keys) >= l.max {
-		for k, old := range l.keys {
-			if now.Sub(old.start) >= l.window {
-				delete(l.keys, k)
-			}
-		}
-		if len(l.keys) >= l.max {
-			key = "overflow"
-			w, ok = l.keys[key]
-		}
-	}
-	if !ok || now.Sub(w.start) >= l.window || now.Before(w.start) {
-		w = &rejectWindow{start: now}
-		l.keys[key] = w
-	}
-	w.n++
-	switch {
-	case w.n <= l.per:
-		return letterWrite, w.start
-	case w.n == l.per+1:
-		return letterSummary, w.start
-	}
-	return letterCounted, w.start
+func newQuarantine(c RejectionConfig) *deadletter.Budget {
+	return deadletter.NewBudget(c.Unregistered, time.Hour, c.CacheSize)
 }
