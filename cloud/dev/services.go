@@ -241,17 +241,6 @@ func (s *System) startTelemetryPath(ctx context.Context) error {
 		return err
 	}
 	s.run("consume", func() error { return es.Run(s.runCtx) })
-	s.run("consume flush", func() error {
-		t := time.NewTicker(cfg.AckEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.runCtx.Done():
-				return nil
-			case <-t.C:
-				consumer.Flush(s.runCtx)
-			}
-		}
-	})
+	s.run("consume flush", func() error { consumer.FlushEvery(s.runCtx, cfg.AckEvery); return nil })
 	return nil
 }

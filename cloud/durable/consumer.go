@@ -308,3 +308,20 @@ func processID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
 	return hex.EncodeToString(b[:])
 }
+
+// FlushEvery calls Flush every d (at least a second) until ctx ends, so a
+// quiet gateway's due ack does not wait for its next record. A process
+// that runs the consumer outside Lambda runs it beside the event source;
+// in Lambda, Handle's own end-of-call work is all there is.
+func (c *Consumer) FlushEvery(ctx context.Context, d time.Duration) {
+	t := time.NewTicker(max(d, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.Flush(ctx)
+		}
+	}
+}

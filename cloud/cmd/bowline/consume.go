@@ -85,25 +85,10 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "bowline consume: %s on %s (stack %s)\n", spec.Name, stack.Names.TelemetryStream(), stack.Names.Stack)
 	// A quiet gateway's due ack must not wait for its next record.
-	go flushEvery(ctx, consumer, *ackEvery/2)
+	go consumer.FlushEvery(ctx, *ackEvery/2)
 	err = r.Run(ctx)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	consumer.Flush(fctx)
 	return err
-}
-
-// flushEvery does the consumer's end-of-call work (due acks, state,
-// rollups) every d until ctx ends.
-func flushEvery(ctx context.Context, c *durable.Consumer, d time.Duration) {
-	t := time.NewTicker(max(d, time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.Flush(ctx)
-		}
-	}
 }
