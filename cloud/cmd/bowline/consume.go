@@ -18,8 +18,9 @@ func runConsume(ctx context.Context, args []string) error { return consumeCmd(ct
 
 func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	spec := eventsource.TelemetryConsumer
+	def := durable.DefaultConfig()
 	fs := cli.NewFlags("bowline consume", "the telemetry consumer behind the Kinesis telemetry stream",
-		"bowline consume [--ack-every 10m] [--gap-grace 30m] [--rollup-every 10m] [--iot-endpoint URL]\n"+
+		fmt.Sprintf("bowline consume [--ack-every %v] [--gap-grace %v] [--rollup-every %v] [--iot-endpoint URL]\n", def.AckEvery, def.GapGrace, def.RollupEvery)+
 			"                [--poll 1s] [--shard-refresh 5s] [--invoke-timeout 60s]\n\n"+
 			"The handler is cloud/durable: it decodes each record (format 2: a binary batch or a v1\n"+
 			"message), checks every thing against the device registry and the record's tenant and\n"+
@@ -38,7 +39,6 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	poll := fs.Duration("poll", time.Second, "pause after an empty read of an open shard (at least 200ms: five reads per second per shard)")
 	refresh := fs.Duration("shard-refresh", 5*time.Second, "how often the shard list is read again to find child shards")
 	invokeTimeout := fs.Duration("invoke-timeout", 60*time.Second, "deadline of each handler call (the function's timeout in AWS)")
-	def := durable.DefaultConfig()
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "shortest time between two acknowledgements to one gateway, and the longest it waits for one (gateways resend after their ack_timeout, which must be longer)")
 	gapGrace := fs.Duration("gap-grace", def.GapGrace, "how long, on the gateway's clock, a hole may stay open before bowl.data_gap is raised")
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "shortest time between two writes of one bowl's rollup (0: every batch)")

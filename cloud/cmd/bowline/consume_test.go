@@ -10,7 +10,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 
-// `bowline consume --help` documents every flag and the stub; bad flags
+// `bowline consume --help` documents every flag; bad flags
 // are usage errors, refused before any AWS call.
 func TestConsumeFlags(t *testing.T) {
 	var out bytes.Buffer
