@@ -120,3 +120,71 @@ func TestOnlyTheAnchorRoleWritesAnchors(t *testing.T) {
 		}
 	}
 }
+
+// lookAlikeEventKeys are partition keys that resemble an event row's
+// ("TENANT#<t>#EVENT") or a head's without being one of them (issue 22):
+// the events Pipe once relayed any pk ending in "#EVENT".
+var lookAlikeEventKeys = []string{
+	"X#EVENT",
+	"tenant#t1#EVENT",
+	"TENANT#EVENT",
+	"#EVENT",
+	"EVENT",
+	"TENANT#t1#event",
+	"TENANT#t1#EVENTS",
+	"TENANT#t1#EVENT#",
+	"XTENANT#t1#EVENT",
+	" TENANT#t1#EVENT",
+	"TENANT#t1",
+	"TENANT#t1#HEADX",
+	"EMIT#t1#EVENT",
+	"SEQ#gw-1#EVENT",
+	// IAM's StringLike "*" spans '#', so these two match TENANT#*#EVENT;
+	// the worker refuses them (no valid tenant), not IAM.
+	"TENANT##EVENT",
+	"TENANT#a#b#EVENT",
+}
+
+// TestNoEventTableWriteOutsideATransaction: every role that reaches the
+// events table is refused a plain PutItem, UpdateItem or DeleteItem of any
+// key there, the look-alikes included; inside a transaction only the two
+// key shapes of the log may be written (issue 22).
+func TestNoEventTableWriteOutsideATransaction(t *testing.T) {
+	tpl := stackTemplate(t)
+	env := tpl.ResourceEnv(map[string]string{"StackPrefix": "p"}, "eu-west-1", awscalls.Account)
+	events := env["EventsTable.Arn"]
+	if len(lookAlikeEventKeys) != 16 {
+		t.Fatalf("%d look-alike keys; the issue names 16 shapes", len(lookAlikeEventKeys))
+	}
+	keys := append([]string{engine.EventPK("t1"), engine.HeadPK("t1")}, lookAlikeEventKeys...)
+	roles := []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole", "OperatorRole", "ConsumerRole", "AnchorRole", "EventsPipeRole"}
+	for _, role := range roles {
+		p, err := tpl.RolePolicy(role, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pk := range keys {
+			for _, action := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} {
+				d, err := p.Evaluate(Request{Action: action, Resource: events, Context: map[string][]string{awscalls.KeyLeadingKeys: {pk}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed || d.Deny < 0 {
+					t.Errorf("role %s: plain %s of pk %q = allowed %v, explicit deny %v; want explicitly denied", role, action, pk, d.Allowed, d.Deny >= 0)
+				}
+			}
+		}
+		for _, pk := range lookAlikeEventKeys[:14] {
+			for _, action := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem"} {
+				d, err := p.Evaluate(Request{Action: action, Resource: events, Context: map[string][]string{
+					awscalls.KeyLeadingKeys: {pk}, awscalls.KeyEnclosingOperation: {"TransactWriteItems"}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed || d.Deny < 0 {
+					t.Errorf("role %s: %s of pk %q in a transaction = allowed %v, explicit deny %v; want explicitly denied", role, action, pk, d.Allowed, d.Deny >= 0)
+				}
+			}
+		}
+	}
+}

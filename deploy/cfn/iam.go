@@ -225,7 +225,18 @@ func Written(v any) string {
 }
 
 // ConditionKeys are the condition keys the evaluator can decide: those the
-// call recorder fills in (internal/awscalls).
+// call recorder fills in (internal/awscalls), each true when AWS documents
+// it as multivalued.
+//
+// Both DynamoDB keys are multivalued: AWS's examples test
+// dynamodb:LeadingKeys with ForAllValues:StringEquals (Amazon DynamoDB
+// Developer Guide, "Using IAM policy conditions for fine-grained access
+// control") and dynamodb:EnclosingOperation with ForAnyValue:StringEquals
+// (the same guide, "Using IAM with DynamoDB transactions", where the key
+// holds TransactWriteItems or TransactGetItems on each item of a
+// transaction and is absent on a plain call). A single-valued operator on
+// a multivalued key is refused, as IAM Access Analyzer flags it: test such
+// a key with ForAnyValue:, ForAllValues: or Null.
 var ConditionKeys = map[string]bool{
 	strings.ToLower(awscalls.KeyLeadingKeys):        true,
 	strings.ToLower(awscalls.KeyEnclosingOperation): true,
@@ -274,9 +285,14 @@ func resolveConditions(cond map[string]any, env Env) (map[string]map[string][]st
 			return nil, fmt.Errorf("condition %s: want a map of keys: %w", op, ErrUnsupported)
 		}
 		out[op] = map[string][]string{}
+		set, base, _, _ := parseOp(op)
 		for key, vals := range km {
-			if !ConditionKeys[strings.ToLower(key)] {
+			multi, known := ConditionKeys[strings.ToLower(key)]
+			if !known {
 				return nil, fmt.Errorf("condition key %q: the call recorder does not supply it, so it cannot be decided: %w", key, ErrUnsupported)
+			}
+			if multi && set == "" && base != "Null" {
+				return nil, fmt.Errorf("condition %s on %s: a multivalued key needs ForAnyValue: or ForAllValues: (or Null): %w", op, key, ErrUnsupported)
 			}
 			for _, v := range listOf(vals) {
 				s, err := EvalString(v, env)

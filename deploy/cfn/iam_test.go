@@ -84,7 +84,7 @@ Resources:
                 Effect: Allow
                 Action: dynamodb:ConditionCheckItem
                 Resource: !GetAtt AppTable.Arn
-                Condition: {StringEquals: {dynamodb:EnclosingOperation: TransactWriteItems}}
+                Condition: {ForAnyValue:StringEquals: {dynamodb:EnclosingOperation: TransactWriteItems}}
 `
 
 const arnPrefix = "arn:aws:dynamodb:eu-west-1:123456789012:table/"
@@ -208,6 +208,7 @@ func TestRolePolicyRefuses(t *testing.T) {
 		{"attribute the evaluator does not know", "Resource: !GetAtt Queue.Arn", "Resource: !GetAtt Queue.Nope", "does not resolve"},
 		{"unknown condition key", "dynamodb:EnclosingOperation: TransactWriteItems", "dynamodb:Attributes: [x]", "condition key"},
 		{"unknown condition operator", "StringEquals: {dynamodb:EnclosingOperation", "DateGreaterThan: {dynamodb:EnclosingOperation", "condition operator"},
+		{"single-valued operator on a multivalued key", "ForAnyValue:StringEquals: {dynamodb:EnclosingOperation", "StringEquals: {dynamodb:EnclosingOperation", "multivalued key"},
 		{"policy variable", "Resource: !GetAtt Queue.Arn", "Resource: 'arn:aws:sqs:*:*:${aws:username}'", "policy variables"},
 	} {
 		if !strings.Contains(iamFixture, tc.from) {
