@@ -228,7 +228,7 @@ func TestPipeFilterOnSampleRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := func(name, pk, typ string) map[string]any {
-		return map[string]any{"eventName": name, "dynamodb": map[string]any{"NewImage": map[string]any{
+		return map[string]any{"eventName": name, "dynamodb": map[string]any{"Keys": map[string]any{"pk": map[string]any{"S": pk}}, "NewImage": map[string]any{
 			"pk": map[string]any{"S": pk}, "tenant": map[string]any{"S": "t1"}, "id": map[string]any{"S": "01J"}, "type": map[string]any{"S": typ},
 		}}}
 	}
@@ -241,6 +241,10 @@ func TestPipeFilterOnSampleRecords(t *testing.T) {
 		{"INSERT", engine.HeadPK("t1"), catalog.TypeMealFinished, false},
 		{"MODIFY", engine.EventPK("t1"), catalog.TypeMealFinished, false},
 		{"INSERT", engine.DedupPK("t1", "k"), catalog.TypeMealFinished, false},
+		// Rows keyed like an event row but not one (issue 22).
+		{"INSERT", "X#EVENT", catalog.TypeMealFinished, false},
+		{"INSERT", "tenant#t1#EVENT", catalog.TypeMealFinished, false},
+		{"INSERT", "EMIT#t1#EVENT", catalog.TypeMealFinished, false},
 	} {
 		msg, ok, err := p.Transform(rec(tc.name, tc.pk, tc.typ))
 		if err != nil || ok != tc.want {

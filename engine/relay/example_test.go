@@ -16,7 +16,7 @@ func ExamplePipe_Transform() {
 	}
 	var rec map[string]any
 	_ = json.Unmarshal([]byte(`{"eventID":"r1","eventName":"INSERT","dynamodb":{"SequenceNumber":"7",
-		"NewImage":{"pk":{"S":"TENANT#t1#EVENT"},"id":{"S":"01EV"},"tenant":{"S":"t1"}}}}`), &rec)
+		"Keys":{"pk":{"S":"TENANT#t1#EVENT"}},"NewImage":{"pk":{"S":"TENANT#t1#EVENT"},"id":{"S":"01EV"},"tenant":{"S":"t1"}}}}`), &rec)
 	msg, ok, err := p.Transform(rec)
 	fmt.Println(ok, err)
 	fmt.Println(msg.Body)
@@ -44,13 +44,13 @@ func ExamplePipeSpec_ForTypes() {
 	}
 	for _, typ := range []string{"order.paid", "order.viewed"} {
 		var rec map[string]any
-		_ = json.Unmarshal([]byte(`{"eventName":"INSERT","dynamodb":{"NewImage":{"pk":{"S":"TENANT#t1#EVENT"},
+		_ = json.Unmarshal([]byte(`{"eventName":"INSERT","dynamodb":{"Keys":{"pk":{"S":"TENANT#t1#EVENT"}},"NewImage":{"pk":{"S":"TENANT#t1#EVENT"},
 			"id":{"S":"01EV"},"tenant":{"S":"t1"},"type":{"S":"`+typ+`"}}}}`), &rec)
 		_, ok, _ := p.Transform(rec)
 		fmt.Println(typ, ok)
 	}
 	// Output:
-	// {"dynamodb":{"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]},"type":{"S":["order.paid"]}}},"eventName":["INSERT"]}
+	// {"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"TENANT#"}]}},"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]},"type":{"S":["order.paid"]}}},"eventName":["INSERT"]}
 	// order.paid true
 	// order.viewed false
 }

@@ -25,12 +25,22 @@ type PipeSpec struct {
 	DedupIDPath string
 }
 
-// EventsPipe carries INSERT records of event rows (pk ends with "#EVENT",
-// so never chain heads or dedup rows) from the events table stream to
-// events.fifo: body = the raw NewImage, group = tenant, dedup id = event id.
+// EventsPipe carries INSERT records of event rows from the events table
+// stream to events.fifo: body = the raw NewImage, group = tenant, dedup id
+// = event id.
+//
+// An event row's pk is "TENANT#<t>#EVENT" (engine.EventPK). A Pipe's
+// patterns have no wildcard and AND two conditions only on two fields, so
+// the filter tests the pk twice: Keys.pk starts with "TENANT#" and
+// NewImage.pk (the same value in an INSERT) ends with "#EVENT". That keeps
+// out chain heads, dedup rows and every key of another shape ("X#EVENT",
+// "tenant#t1#EVENT"); what it cannot tell apart ("TENANT#EVENT", where
+// prefix and suffix overlap, or a tenant with a '#') no role may write
+// (deploy/cloudformation/bowline.yaml, EventLogAppendOnlyPolicy) and the
+// worker refuses (engine/worker, "Chained rows only").
 var EventsPipe = PipeSpec{
 	Name:        "events",
-	Filters:     []string{`{"eventName":["INSERT"],"dynamodb":{"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]}}}}`},
+	Filters:     []string{`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"TENANT#"}]}},"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]}}}}`},
 	BodyPath:    "$.dynamodb.NewImage",
 	GroupIDPath: "$.dynamodb.NewImage.tenant.S",
 	DedupIDPath: "$.dynamodb.NewImage.id.S",

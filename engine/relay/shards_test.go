@@ -109,7 +109,9 @@ func eventRecord(n int) streamtypes.Record {
 	seq := strconv.Itoa(n)
 	return streamtypes.Record{
 		EventID: aws.String("ev" + seq), EventName: streamtypes.OperationTypeInsert,
-		Dynamodb: &streamtypes.StreamRecord{SequenceNumber: aws.String(seq), NewImage: map[string]streamtypes.AttributeValue{
+		Dynamodb: &streamtypes.StreamRecord{SequenceNumber: aws.String(seq), Keys: map[string]streamtypes.AttributeValue{
+			"pk": &streamtypes.AttributeValueMemberS{Value: "TENANT#t1#EVENT"},
+		}, NewImage: map[string]streamtypes.AttributeValue{
 			"pk":     &streamtypes.AttributeValueMemberS{Value: "TENANT#t1#EVENT"},
 			"id":     &streamtypes.AttributeValueMemberS{Value: "id" + seq},
 			"tenant": &streamtypes.AttributeValueMemberS{Value: "t1"},

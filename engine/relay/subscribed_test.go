@@ -25,7 +25,7 @@ func TestForTypesPassesOnlySubscribedTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"dynamodb":{"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]},"type":{"S":["a.one","b.two"]}}},"eventName":["INSERT"]}`
+	want := `{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"TENANT#"}]}},"NewImage":{"pk":{"S":[{"suffix":"#EVENT"}]},"type":{"S":["a.one","b.two"]}}},"eventName":["INSERT"]}`
 	if len(spec.Filters) != 1 || spec.Filters[0] != want {
 		t.Fatalf("ForTypes filters = %q; want [%s]", spec.Filters, want)
 	}

@@ -18,6 +18,13 @@ func record(t *testing.T, eventName, newImage string) map[string]any {
 	raw := `{"eventID":"e1","eventName":"` + eventName + `","eventSource":"aws:dynamodb","dynamodb":{"SequenceNumber":"100","ApproximateCreationDateTime":1700000000`
 	if newImage != "" {
 		raw += `,"NewImage":` + newImage
+		// A stream record's Keys are the image's key attributes.
+		var img map[string]any
+		if err := json.Unmarshal([]byte(newImage), &img); err != nil {
+			t.Fatalf("fixture %s: %v", newImage, err)
+		}
+		keys, _ := json.Marshal(map[string]any{"pk": img["pk"]})
+		raw += `,"Keys":` + string(keys)
 	}
 	raw += `}}`
 	var v map[string]any
