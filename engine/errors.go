@@ -35,6 +35,8 @@ var (
 	// ErrConditionFailed: one of the caller's write conditions failed; the
 	// event was not committed. The error is a *ConditionFailedError.
 	ErrConditionFailed = errors.New("write condition failed")
+	// ErrNotEventKey: a key is not an event row's (ParseEventKey).
+	ErrNotEventKey = errors.New("not an event row key")
 	// ErrDuplicate: an event with the same idempotency key was already
 	// emitted; nothing was written. The error is a *DuplicateError.
 	ErrDuplicate = errors.New("duplicate event")

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -94,6 +96,29 @@ func EventPK(tenant string) string { return tenantPKPrefix + tenant + EventPKSuf
 
 // SeqSK is the sort key of the event row with sequence seq.
 func SeqSK(seq uint64) string { return fmt.Sprintf("%020d", seq) }
+
+// ParseEventKey returns the tenant and seq an event row's key names: pk
+// must be EventPK(tenant) of a ValidTenant and sk SeqSK(seq) with seq >= 1,
+// exactly as Emit writes them. Anything else (a look-alike such as
+// "X#EVENT", "TENANT#EVENT" or "TENANT#a#b#EVENT", an sk that is not 20
+// digits) fails with ErrNotEventKey naming the key.
+func ParseEventKey(pk, sk string) (tenant string, seq uint64, err error) {
+	rest, ok := strings.CutPrefix(pk, tenantPKPrefix)
+	if ok {
+		tenant, ok = strings.CutSuffix(rest, EventPKSuffix)
+	}
+	if !ok || !ValidTenant(tenant) {
+		return "", 0, fmt.Errorf("pk %q: want %q with a valid tenant: %w", pk, EventPK("<tenant>"), ErrNotEventKey)
+	}
+	if len(sk) != len(SeqSK(0)) || strings.Trim(sk, "0123456789") != "" {
+		return "", 0, fmt.Errorf("sk %q of pk %q: want a seq of 20 digits: %w", sk, pk, ErrNotEventKey)
+	}
+	seq, err = strconv.ParseUint(sk, 10, 64)
+	if err != nil || seq == 0 {
+		return "", 0, fmt.Errorf("sk %q of pk %q: want a seq from 1: %w", sk, pk, ErrNotEventKey)
+	}
+	return tenant, seq, nil
+}
 
 // DedupPK is the inbox-table key of tenant's idempotency key.
 func DedupPK(tenant, key string) string { return dedupPKPrefix + tenant + "#" + key }

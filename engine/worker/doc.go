@@ -52,7 +52,20 @@
 //
 // A body that does not decode is a poison pill: it is recorded under the
 // global dead-letter partition and deleted at once, so it cannot block its
-// group. An event no DURABLE subscription matches is logged with its type,
+// group.
+//
+// # Chained rows only
+//
+// A body that decodes but is not a chained event row is refused the same
+// way, never handled: its pk and sk must be exactly the key Emit gives
+// the row (engine.ParseEventKey: "TENANT#<valid tenant>#EVENT" and the
+// seq in 20 digits), its tenant and seq attributes that key's, and its
+// hash the chain hash of the event after its prev_hash. The poison letter
+// says "not a chained event row" and why; the Metrics count it in
+// bowline_worker_not_chained_total{reason} (key, tenant, seq, hash) as
+// well as in the poison pills. A row written outside Emit's transaction
+// (under a look-alike key the relay's filter cannot tell apart, or by hand)
+// therefore never runs a subscription. An event no DURABLE subscription matches is logged with its type,
 // counted, and deleted.
 //
 // # Why the worker forwards dead messages itself

@@ -19,6 +19,10 @@ var (
 	// Config.MaxRunTime, and wraps the error of such a run; it is
 	// retryable.
 	ErrRunTimeExceeded = errors.New("handler exceeded its maximum run time")
+	// ErrNotChained marks a message body that decodes to an envelope but
+	// is not a chained event row (decodeChained): it is refused like a
+	// poison pill and never handled.
+	ErrNotChained = errors.New("not a chained event row")
 	// ErrRetryPastHold: the attempt budget could outlast what SQS lets one
 	// receive hold a message (MaxHold), given the retry spacing.
 	ErrRetryPastHold = errors.New("attempt budget may outlast half of the 12-hour hold limit")

@@ -41,7 +41,7 @@ func (w *Worker) handleMessage(ctx context.Context, m *message) bool {
 		return false
 	}
 	log := w.log.With("message_id", m.id, "receive", receives)
-	env, err := engine.DecodeImageJSON([]byte(m.body))
+	env, err := decodeChained(m.body)
 	if err != nil {
 		return w.poison(ctx, m, receives, err, log)
 	}
@@ -345,7 +345,12 @@ func (w *Worker) runHandler(ctx context.Context, m *message, env engine.Envelope
 }
 
 func (w *Worker) poison(ctx context.Context, m *message, receives int, cause error, log *slog.Logger) bool {
-	log.Error("poison pill: body is not an event; recording and deleting it", "err", cause)
+	var refused *notChainedError
+	if errors.As(cause, &refused) {
+		log.Error("refused: body is not a chained event row; recording it as a poison pill and deleting it", "reason", refused.Reason, "err", cause)
+	} else {
+		log.Error("poison pill: body is not an event; recording and deleting it", "err", cause)
+	}
 	letter := deadletter.Letter{MessageID: m.id, Body: m.body, Error: cause.Error(), ReceiveCount: receives, GroupID: m.group}
 	err := w.retry(ctx, "record poison pill", log, func(error) bool { return false }, func(ctx context.Context) error {
 		return w.cfg.DeadLetters.RecordPoison(ctx, letter)
@@ -356,6 +361,11 @@ func (w *Worker) poison(ctx context.Context, m *message, receives int, cause err
 		return false
 	}
 	w.obs.Poison()
+	if refused != nil {
+		if r, ok := w.obs.(RefusalObserver); ok {
+			r.NotChained(refused.Reason)
+		}
+	}
 	return w.delete(m)
 }
 

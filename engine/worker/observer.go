@@ -51,6 +51,15 @@ type FaultObserver interface {
 	Abandoned(n int)
 }
 
+// RefusalObserver is an optional extension of Observer: when the Observer
+// also implements it, the worker reports each body it refused because it
+// is not a chained event row, with the reason (NotChainedKey, ...), besides
+// counting it as a poison pill. Its method must be safe for concurrent use
+// and must not block.
+type RefusalObserver interface {
+	NotChained(reason string)
+}
+
 // fault returns the observer's FaultObserver, or one doing nothing.
 func (w *Worker) fault() FaultObserver {
 	if f, ok := w.obs.(FaultObserver); ok {
@@ -81,6 +90,7 @@ type Metrics struct {
 	claims                           *prometheus.CounterVec
 	handled                          *prometheus.HistogramVec
 	retries, deadLetters, unmatched  *prometheus.CounterVec
+	notChained                       *prometheus.CounterVec
 	infraRetries                     *prometheus.CounterVec
 }
 
@@ -99,9 +109,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		extended:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_visibility_extended_total", Help: "Visibility extensions of held messages (handled, queued or being deleted)."}),
 		abandoned:    prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_abandoned_total", Help: "Messages left to lapse because a handler of their group overran its maximum run time."}),
 		infraRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_infra_retries_total", Help: "Retries after an infrastructure fault, with the message held."}, []string{"op"}),
+		notChained:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_not_chained_total", Help: "Message bodies refused because they are not a chained event row (also counted as poison pills), by reason."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.received, m.deleted, m.poison, m.toDLQ, m.claims, m.handled, m.retries, m.deadLetters, m.unmatched,
-		m.extended, m.abandoned, m.infraRetries)
+		m.extended, m.abandoned, m.infraRetries, m.notChained)
 	return m
 }
 
@@ -115,6 +126,7 @@ func (m *Metrics) ForwardedToDLQ()           { m.toDLQ.Inc() }
 func (m *Metrics) InfraRetry(op string)      { m.infraRetries.WithLabelValues(op).Inc() }
 func (m *Metrics) Extended(n int)            { m.extended.Add(float64(n)) }
 func (m *Metrics) Abandoned(n int)           { m.abandoned.Add(float64(n)) }
+func (m *Metrics) NotChained(reason string)  { m.notChained.WithLabelValues(reason).Inc() }
 func (m *Metrics) Handled(sub, outcome string, d time.Duration) {
 	m.handled.WithLabelValues(sub, outcome).Observe(d.Seconds())
 	if outcome == HandledRetry {
@@ -123,6 +135,7 @@ func (m *Metrics) Handled(sub, outcome string, d time.Duration) {
 }
 
 var (
-	_ Observer      = (*Metrics)(nil)
-	_ FaultObserver = (*Metrics)(nil)
+	_ Observer        = (*Metrics)(nil)
+	_ FaultObserver   = (*Metrics)(nil)
+	_ RefusalObserver = (*Metrics)(nil)
 )
