@@ -148,3 +148,50 @@ func TestEveryMappedRoleResolves(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedPartIsChargedToNoRole: the calls of a part several tasks share
+// (the engine of `bowline dev`) pass when one of its roles allows them, are
+// denied only when none does, and count as using no grant, so a grant only
+// they reach is reported unused (issue 22: the worker's inbox PutItem).
+func TestSharedPartIsChargedToNoRole(t *testing.T) {
+	tpl, err := Parse([]byte(iamFixture + `  Q:
+    Type: AWS::IAM::Role
+    Properties:
+      AssumeRolePolicyDocument: {Statement: [{Effect: Allow, Principal: {Service: ecs-tasks.amazonaws.com}, Action: sts:AssumeRole}]}
+      Policies:
+        - PolicyName: q
+          PolicyDocument:
+            Statement:
+              - Sid: Queue
+                Effect: Allow
+                Action: sqs:SendMessage
+                Resource: !GetAtt Queue.Arn
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]PartRoles{"shared": {Roles: []string{"R", "Q"}, Any: true}}
+	events := arnPrefix + "p-bowline-events"
+	rep, err := CheckCalls(tpl, []awscalls.Call{
+		call("shared", "dynamodb:GetItem", events, nil),
+		call("shared", "kinesis:GetRecords", "arn:aws:kinesis:eu-west-1:123456789012:stream/p-bowline-telemetry", nil),
+	}, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Denied) != 2 || rep.Denied[0].Action != "kinesis:GetRecords" || rep.Denied[1].Action != "kinesis:GetRecords" {
+		t.Fatalf("denied = %v; want kinesis:GetRecords once per role, and GetItem (allowed by R) not at all", rep.Denied)
+	}
+	for _, r := range rep.Roles {
+		if r.Role != "R" {
+			continue
+		}
+		found := false
+		for _, u := range r.Unused {
+			found = found || (u.Action == "dynamodb:GetItem" && u.Resource == "!GetAtt EventsTable.Arn")
+		}
+		if !found {
+			t.Errorf("R's unused grants %v lack dynamodb:GetItem on the events table; a shared part's call must not count as using it", r.Unused)
+		}
+	}
+}
