@@ -19,6 +19,8 @@ type Statement struct {
 	// NotResource marks a statement written with NotResource.
 	NotResource bool
 	Condition   map[string]any
+	// Principal is a trust policy statement's Principal, as written.
+	Principal any
 }
 
 // Statements reads the statements of a policy document.
@@ -38,7 +40,7 @@ func Statements(doc any) ([]Statement, error) {
 		if !ok {
 			return nil, fmt.Errorf("statement %d is %s: %w", i, kind(r), ErrUnsupported)
 		}
-		st := Statement{Condition: asMap(sm["Condition"])}
+		st := Statement{Condition: asMap(sm["Condition"]), Principal: sm["Principal"]}
 		st.Sid, _ = sm["Sid"].(string)
 		st.Effect, _ = sm["Effect"].(string)
 		actions, hasAction := sm["Action"]

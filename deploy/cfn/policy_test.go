@@ -11,6 +11,13 @@ import (
 // row; the Deny must cover at least UpdateItem and DeleteItem.
 var eventRowMutations = []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 
+// resourceless are the actions AWS authorizes on Resource "*" only: they
+// name no table, queue or stream (the Service Authorization Reference
+// lists no resource type for them), so "*" is their only grant.
+var resourceless = map[string]bool{
+	"dynamodb:liststreams": true, "dynamodb:listtables": true, "sqs:listqueues": true, "ecr:getauthorizationtoken": true,
+}
+
 // reachesTable reports whether an Allow statement grants a DynamoDB action
 // on table (its ARN, its stream, or a wildcard that could cover it).
 func reachesTable(st Statement, table string) bool {
@@ -19,6 +26,9 @@ func reachesTable(st Statement, table string) bool {
 	}
 	dynamo := false
 	for _, a := range st.Actions {
+		if resourceless[strings.ToLower(a)] {
+			continue
+		}
 		dynamo = dynamo || MatchAction(a, "dynamodb:GetItem") || strings.HasPrefix(strings.ToLower(a), "dynamodb:")
 	}
 	if !dynamo && !st.NotAction {
@@ -137,6 +147,12 @@ func TestNoWildcardActionsOnData(t *testing.T) {
 			for _, a := range st.Actions {
 				if strings.Contains(a, "*") {
 					t.Errorf("%s: Allow of wildcard action %q", owner, a)
+				}
+				if resourceless[strings.ToLower(a)] {
+					if len(st.Actions) != 1 {
+						t.Errorf("%s: %s, which only \"*\" grants, shares a statement with %v", owner, a, st.Actions)
+					}
+					continue
 				}
 				svc, _, _ := strings.Cut(strings.ToLower(a), ":")
 				for _, d := range dataServices {
