@@ -119,3 +119,46 @@ func TestTrustPoliciesAreScoped(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutionRolePullsAndLogsOnlyThisStack: the task execution role
+// pulls from the stack's repository only and writes only the stack's task
+// log groups (it attached AmazonECSTaskExecutionRolePolicy, which grants
+// both on every repository and log group of the account).
+func TestExecutionRolePullsAndLogsOnlyThisStack(t *testing.T) {
+	tpl := stackTemplate(t)
+	repo := "arn:aws:ecr:eu-west-1:123456789012:repository/bowline"
+	env := tpl.ResourceEnv(map[string]string{"StackPrefix": "prod", "ContainerRepositoryArn": repo,
+		"ApiSecretArn":    "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api",
+		"IngestSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ingest",
+	}, "eu-west-1", awscalls.Account)
+	p, err := tpl.RolePolicy("TaskExecutionRole", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := func(group string) string {
+		return "arn:aws:logs:eu-west-1:123456789012:log-group:" + group + ":log-stream:x"
+	}
+	for _, tc := range []struct {
+		action, resource string
+		allow            bool
+	}{
+		{"ecr:GetAuthorizationToken", "*", true},
+		{"ecr:BatchGetImage", repo, true},
+		{"ecr:GetDownloadUrlForLayer", repo, true},
+		{"ecr:BatchGetImage", "arn:aws:ecr:eu-west-1:123456789012:repository/other", false},
+		{"logs:PutLogEvents", logs("/bowline/prod/ingest"), true},
+		{"logs:CreateLogStream", logs("/bowline/prod/anchor"), true},
+		{"logs:PutLogEvents", logs("/bowline/staging/ingest"), false},
+		{"logs:PutLogEvents", logs("/aws/lambda/other"), false},
+		{"secretsmanager:GetSecretValue", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api", true},
+		{"secretsmanager:GetSecretValue", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:other", false},
+	} {
+		d, err := p.Evaluate(Request{Action: tc.action, Resource: tc.resource})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != tc.allow {
+			t.Errorf("TaskExecutionRole: %s on %s allowed = %v; want %v", tc.action, tc.resource, d.Allowed, tc.allow)
+		}
+	}
+}
