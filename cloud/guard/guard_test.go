@@ -182,4 +182,3 @@ func TestSourcesAreBounded(t *testing.T) {
 		t.Fatalf("%d sources remembered, want at most 100", n)
 	}
 }
-
