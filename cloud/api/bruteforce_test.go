@@ -2,8 +2,10 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -189,5 +191,33 @@ func TestSettingsReadProxiesAndConsoleAddr(t *testing.T) {
 				t.Fatalf("%s=%q: err %v; want an error naming %s", env, bad, err, env)
 			}
 		})
+	}
+}
+
+// TestServeConsoleOnItsOwnListener: with ConsoleAddr an address, the
+// console answers on ServeConsole's listener and not on the API's.
+func TestServeConsoleOnItsOwnListener(t *testing.T) {
+	console := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "the console") })
+	m := newInmem(t, func(c *api.Config) { c.OpsToken, c.Console, c.ConsoleAddr = goodOps, console, "127.0.0.1:0" })
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- m.api.ServeConsole(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeConsole: %v", err)
+		}
+	}()
+	resp, err := http.Get("http://" + <-addrc + "/console/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "the console" {
+		t.Fatalf("the console's own listener: %d %q; want the console", resp.StatusCode, body)
+	}
+	if r := m.from("203.0.113.9:1", http.MethodGet, "/console/login", nil, ""); r.Status != http.StatusNotFound {
+		t.Fatalf("the API's listener: /console/login = %d; want 404", r.Status)
 	}
 }
