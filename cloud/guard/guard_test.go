@@ -141,7 +141,9 @@ func TestFailuresLockOutTheSourceOnly(t *testing.T) {
 	if got := testutil.ToFloat64(g.refused.WithLabelValues(KindBearer)); got != 2 {
 		t.Errorf("refusals counted %v, want 2", got)
 	}
-	if n := strings.Count(logs.String(), "msg="+FailureMessage); n != 4 {
+	// Literally: deploy/cloudformation/bowline.yaml's metric filter
+	// (ApiAuthFailuresMetricFilter) counts these lines.
+	if n := strings.Count(logs.String(), "msg=auth_failure "); n != 4 {
 		t.Errorf("%d failure log lines, want 4:\n%s", n, logs.String())
 	}
 	if !strings.Contains(logs.String(), "source=203.0.113.9") || !strings.Contains(logs.String(), "kind=bearer") {
