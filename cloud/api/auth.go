@@ -72,14 +72,20 @@ func (a *API) authTenant(w http.ResponseWriter, r *http.Request) (string, bool) 
 		return "", false
 	}
 	tenant, found := a.tenantFor(r)
+	a.settle(r, at, found)
 	if !found {
-		if _, presented := bearer(r); presented {
-			a.guard.Failed(at)
-		}
 		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or unknown bearer token")
 		return "", false
 	}
 	return tenant, true
+}
+
+// settle ends a guarded attempt: a presented token that was wrong spends
+// one of the source's tries (a missing one guessed nothing).
+func (a *API) settle(r *http.Request, at guard.Attempt, ok bool) {
+	if _, presented := bearer(r); presented && !ok {
+		a.guard.Failed(at)
+	}
 }
 
 // authOperator is authTenant for the ops token.
@@ -88,14 +94,12 @@ func (a *API) authOperator(w http.ResponseWriter, r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if !a.isOperator(r) {
-		if _, presented := bearer(r); presented {
-			a.guard.Failed(at)
-		}
+	ok = a.isOperator(r)
+	a.settle(r, at, ok)
+	if !ok {
 		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong operator token")
-		return false
 	}
-	return true
+	return ok
 }
 
 // admit asks the guard whether r's source may present a credential, and

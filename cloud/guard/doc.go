@@ -9,12 +9,15 @@
 // connection, or X-Forwarded-Proto from a trusted proxy.
 //
 // May they try again: every failed credential (a wrong bearer token, a
-// wrong ops token, a wrong console login) spends one of the source's
-// tokens; a source with none left is refused (429 with Retry-After) before
+// wrong ops token, a wrong console login) spends one of its source's
+// tries; a source with none left is refused (429 with Retry-After) before
 // its credential is even compared, whether or not it is right, until a
-// token comes back. A success does not give tokens back: a tenant with a
-// good token of its own must not reset its count while it guesses the ops
-// token. Failures are logged at WARN as msg=auth_failure with the kind,
+// try comes back (one per Every). Attempts sent at once may overdraw the
+// tries, and the debt is paid back in refusals, so over time a source
+// still gets one try per Every. A right credential changes nothing: a
+// tenant with a good token of its own cannot reset its count while it
+// guesses the ops token, and a client that only succeeds is never
+// refused. Failures are logged at WARN as msg=auth_failure with the kind,
 // the source and the path, never the credential (the stack template
 // counts these lines with a metric filter and alarms on them), and counted
 // in bowline_auth_failures_total and bowline_auth_refused_total.

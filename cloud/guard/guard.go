@@ -11,7 +11,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 )
 
 // Defaults of Config.
@@ -73,8 +72,30 @@ type Guard struct {
 	failed  *prometheus.CounterVec
 	refused *prometheus.CounterVec
 
-	mu      sync.Mutex
-	sources *lru.Cache[string, *rate.Limiter]
+	mu sync.Mutex // guards sources and every bucket in it
+	// sources are the sources that failed, least recently failed or
+	// refused forgotten first.
+	sources *lru.Cache[string, *bucket]
+}
+
+// bucket is one source's tries: a token bucket of Burst tokens, one more
+// every Every, that failures may overdraw. Requests sent at once all pass
+// Check before any of them fails, so a source can overspend once; the
+// debt then keeps it refused until it is paid back, so over time it still
+// gets one try per Every. (golang.org/x/time/rate's Limiter does not go
+// below zero, so it would forgive that overspending.) The debt is capped
+// at a day of tries.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// refill adds the tokens earned since last, up to burst.
+func (b *bucket) refill(now time.Time, burst int, every time.Duration) {
+	if now.After(b.last) {
+		b.tokens = min(float64(burst), b.tokens+float64(now.Sub(b.last))/float64(every))
+		b.last = now
+	}
 }
 
 // New validates cfg and returns a Guard, its metrics registered.
@@ -97,7 +118,7 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	sources, err := lru.New[string, *rate.Limiter](cfg.MaxSources)
+	sources, err := lru.New[string, *bucket](cfg.MaxSources)
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
@@ -136,44 +157,47 @@ type Attempt struct {
 
 // Check is called before a credential is compared. ok false means the
 // source has no try left: answer 429 with Retry-After (Refuse writes the
-// header) and do not look at the credential.
+// header) and do not look at the credential. A right credential needs
+// nothing more; a wrong one, Failed.
 func (g *Guard) Check(r *http.Request, kind string) (a Attempt, wait time.Duration, ok bool) {
 	client := g.cfg.Proxies.Client(r)
 	a = Attempt{Kind: kind, Client: client, source: source(client), r: r}
-	g.mu.Lock()
-	lim, found := g.sources.Get(a.source)
-	g.mu.Unlock()
-	if !found {
-		return a, 0, true
-	}
 	now := g.cfg.Now()
-	if tok := lim.TokensAt(now); tok < 1 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, found := g.sources.Get(a.source)
+	if !found {
+		return a, 0, true // never failed: nothing to remember yet
+	}
+	b.refill(now, g.cfg.Burst, g.cfg.Every)
+	if b.tokens < 1 {
 		g.refused.WithLabelValues(kind).Inc()
-		return a, time.Duration((1 - tok) * float64(g.cfg.Every)), false
+		return a, time.Duration((1 - b.tokens) * float64(g.cfg.Every)), false
 	}
 	return a, 0, true
 }
 
 // Failed records that a's credential was wrong: it spends one of the
-// source's tries, logs the failure (never the credential) and counts it.
+// source's tries (overdrawing it when attempts came at once), logs the
+// failure (never the credential) and counts it.
 func (g *Guard) Failed(a Attempt) {
 	now := g.cfg.Now()
 	g.mu.Lock()
-	lim, found := g.sources.Get(a.source)
+	b, found := g.sources.Get(a.source)
 	if !found {
-		lim = rate.NewLimiter(rate.Every(g.cfg.Every), g.cfg.Burst)
-		lim.SetLimitAt(now, rate.Every(g.cfg.Every)) // start the bucket full at now
-		g.sources.Add(a.source, lim)
+		b = &bucket{tokens: float64(g.cfg.Burst), last: now}
+		g.sources.Add(a.source, b)
 	}
+	b.refill(now, g.cfg.Burst, g.cfg.Every)
+	b.tokens = max(b.tokens-1, -float64(24*time.Hour/g.cfg.Every))
+	left := max(0, int(math.Floor(b.tokens)))
 	g.mu.Unlock()
-	lim.AllowN(now, 1)
-	left := int(math.Floor(lim.TokensAt(now)))
 	g.failed.WithLabelValues(a.Kind).Inc()
 	path := ""
 	if a.r != nil {
 		path = a.r.URL.Path
 	}
-	g.log.Warn(FailureMessage, "kind", a.Kind, "source", a.Client, "path", path, "tries_left", max(0, left))
+	g.log.Warn(FailureMessage, "kind", a.Kind, "source", a.Client, "path", path, "tries_left", left)
 }
 
 // Refuse answers a refused attempt: Retry-After in whole seconds (at least

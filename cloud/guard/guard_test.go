@@ -151,6 +151,43 @@ func TestFailuresLockOutTheSourceOnly(t *testing.T) {
 	}
 }
 
+// TestParallelAttemptsPayTheirDebt: requests sent at once all pass
+// Check before any fails, so a fresh source overspends once; it then
+// waits until the debt is paid, so over time it still gets one try per
+// Every. A source that only succeeds is never refused.
+func TestParallelAttemptsPayTheirDebt(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	g, err := New(Config{Burst: 5, Every: time.Minute, Now: clk.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 in flight at once: all checked before the first answer.
+	var inFlight []Attempt
+	for range 50 {
+		if a, _, ok := g.Check(req("203.0.113.9:1"), KindOps); ok {
+			inFlight = append(inFlight, a)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, a := range inFlight {
+		wg.Go(func() { g.Failed(a) })
+	}
+	wg.Wait()
+	_, wait, ok := g.Check(req("203.0.113.9:1"), KindOps)
+	if ok || wait < 40*time.Minute {
+		t.Fatalf("after 50 parallel failures with 5 tries: ok %v, wait %v; want refused for at least 40 minutes (the debt)", ok, wait)
+	}
+	clk.add(wait)
+	if _, _, ok := g.Check(req("203.0.113.9:1"), KindOps); !ok {
+		t.Fatalf("after the %v wait the source is still refused", wait)
+	}
+	for i := range 100 {
+		if _, _, ok := g.Check(req("198.51.100.7:1"), KindOps); !ok {
+			t.Fatalf("a source that only succeeds was refused at attempt %d", i+1)
+		}
+	}
+}
+
 func TestIPv6SourcesAreCountedPerSlash64(t *testing.T) {
 	g, err := New(Config{Burst: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
