@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/bowline-iot/bowline/cloud/guard"
 )
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.
@@ -58,6 +60,57 @@ func (a *API) tenantFor(r *http.Request) (string, bool) {
 		}
 	}
 	return tenant, found
+}
+
+// authTenant returns the tenant of the request's bearer token, or writes
+// the refusal: 401 for a missing or wrong token (a wrong one is a failure
+// for the guard), 429 while the request's source has no try left, before
+// the token is compared.
+func (a *API) authTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	at, ok := a.admit(w, r, guard.KindBearer)
+	if !ok {
+		return "", false
+	}
+	tenant, found := a.tenantFor(r)
+	a.settle(r, at, found)
+	if !found {
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or unknown bearer token")
+		return "", false
+	}
+	return tenant, true
+}
+
+// settle ends a guarded attempt: a presented token that was wrong spends
+// one of the source's tries (a missing one guessed nothing).
+func (a *API) settle(r *http.Request, at guard.Attempt, ok bool) {
+	if _, presented := bearer(r); presented && !ok {
+		a.guard.Failed(at)
+	}
+}
+
+// authOperator is authTenant for the ops token.
+func (a *API) authOperator(w http.ResponseWriter, r *http.Request) bool {
+	at, ok := a.admit(w, r, guard.KindOps)
+	if !ok {
+		return false
+	}
+	ok = a.isOperator(r)
+	a.settle(r, at, ok)
+	if !ok {
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong operator token")
+	}
+	return ok
+}
+
+// admit asks the guard whether r's source may present a credential, and
+// answers 429 when not.
+func (a *API) admit(w http.ResponseWriter, r *http.Request, kind string) (guard.Attempt, bool) {
+	at, wait, ok := a.guard.Check(r, kind)
+	if !ok {
+		guard.Refuse(w, wait)
+		writeError(w, http.StatusTooManyRequests, CodeTooManyFailures, "too many wrong credentials from this address: try again later")
+	}
+	return at, ok
 }
 
 // isOperator reports whether the request carries the operator token,

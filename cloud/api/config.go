@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bowline-iot/bowline/cloud/guard"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/reconcile"
 	"github.com/bowline-iot/bowline/internal/resources"
@@ -26,7 +27,11 @@ const (
 	TokensEnv        = "BOWLINE_API_TOKENS"
 	OpsTokenEnv      = "BOWLINE_OPS_TOKEN"
 	WebhookSecretEnv = "BOWLINE_WEBHOOK_SECRET"
+	ConsoleAddrEnv   = "BOWLINE_CONSOLE_ADDR"
 )
+
+// ConsoleOff is the ConsoleAddr that serves no console at all.
+const ConsoleOff = "off"
 
 // MinSecretLen is the shortest bearer token, ops token or webhook secret
 // SettingsFromEnv accepts, in bytes. Each should be a long random value
@@ -82,6 +87,17 @@ type Config struct {
 	// the ops token); nil means the console is disabled and refuses
 	// every request with 403.
 	Console http.Handler
+	// ConsoleAddr moves the console off the API's listener: "" serves it
+	// there (under /console/), ConsoleOff serves it nowhere, and host:port
+	// means the caller serves ConsoleHandler on a listener of its own
+	// (bowline api --console-addr). Either way the API's listener then
+	// answers /console/ with 404.
+	ConsoleAddr string
+	// Guard counts failed bearer and ops tokens per client address and
+	// knows the trusted proxies (cloud/guard); default a Guard with no
+	// trusted proxy whose metrics go to Registerer. Share one with the
+	// console so a source has one count.
+	Guard *guard.Guard
 	// Registerer and Gatherer hold the metrics (MetricsHandler serves the
 	// Gatherer); default a fresh registry for both (so two APIs in one test
 	// binary do not collide).
@@ -113,6 +129,9 @@ func (c Config) Validate() error {
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("api config: max body bytes %d: must not be negative", c.MaxBodyBytes)
 	}
+	if err := checkConsoleAddr(c.ConsoleAddr); err != nil {
+		return fmt.Errorf("api config: %w", err)
+	}
 	if c.Prices != nil {
 		if err := c.Prices.Validate(); err != nil {
 			return fmt.Errorf("api config: %w", err)
@@ -129,7 +148,18 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c *Config) defaults() {
+// checkConsoleAddr accepts "", ConsoleOff or host:port.
+func checkConsoleAddr(addr string) error {
+	if addr == "" || addr == ConsoleOff {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%s %q: want host:port or %q: %w", ConsoleAddrEnv, addr, ConsoleOff, err)
+	}
+	return nil
+}
+
+func (c *Config) defaults() error {
 	if c.Prices == nil {
 		c.Prices = DefaultPrices()
 	}
@@ -158,6 +188,14 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Guard == nil {
+		g, err := guard.New(guard.Config{Registerer: c.Registerer, Logger: c.Logger})
+		if err != nil {
+			return fmt.Errorf("api config: %w", err)
+		}
+		c.Guard = g
+	}
+	return nil
 }
 
 // ParseTokens parses "tokenA=tenant1,tokenB=tenant2" (spaces around items
@@ -202,11 +240,18 @@ type Settings struct {
 	WebhookSecret string
 	// Prices is the price list of BOWLINE_PRICES; nil means DefaultPrices.
 	Prices PriceList
+	// TrustedProxies are the load balancer's addresses
+	// (BOWLINE_TRUSTED_PROXIES): only their X-Forwarded-For and
+	// X-Forwarded-Proto are believed (cloud/guard).
+	TrustedProxies guard.Proxies
+	// ConsoleAddr is BOWLINE_CONSOLE_ADDR (Config.ConsoleAddr).
+	ConsoleAddr string
 }
 
 // SettingsFromEnv reads BOWLINE_API_ADDR (default DefaultAddr),
-// BOWLINE_API_TOKENS, BOWLINE_OPS_TOKEN, BOWLINE_WEBHOOK_SECRET and the
-// price list file named by BOWLINE_PRICES (LoadPrices). A token or secret
+// BOWLINE_API_TOKENS, BOWLINE_OPS_TOKEN, BOWLINE_WEBHOOK_SECRET,
+// BOWLINE_TRUSTED_PROXIES, BOWLINE_CONSOLE_ADDR and the price list file
+// named by BOWLINE_PRICES (LoadPrices). A token or secret
 // shorter than MinSecretLen is an error wrapping ErrShortSecret that names
 // the variable (and a token's tenant), never the value. An empty ops token
 // or webhook secret is not an error here: bowline dev generates them, and
@@ -224,6 +269,13 @@ func SettingsFromEnv() (Settings, error) {
 		return Settings{}, fmt.Errorf("%s %q: %w", AddrEnv, s.Addr, err)
 	}
 	if err := s.checkSecrets(); err != nil {
+		return Settings{}, err
+	}
+	if s.TrustedProxies, err = guard.ParseProxies(os.Getenv(guard.ProxiesEnv)); err != nil {
+		return Settings{}, err
+	}
+	s.ConsoleAddr = strings.TrimSpace(os.Getenv(ConsoleAddrEnv))
+	if err := checkConsoleAddr(s.ConsoleAddr); err != nil {
 		return Settings{}, err
 	}
 	if path := os.Getenv(PricesEnv); path != "" {

@@ -9,6 +9,7 @@ import (
 // Stable error codes of the API.
 const (
 	CodeUnauthorized         = "unauthorized"
+	CodeTooManyFailures      = "too_many_failures"
 	CodeInvalidSignature     = "invalid_signature"
 	CodeSignatureExpired     = "signature_expired"
 	CodeInvalidJSON          = "invalid_json"

@@ -118,9 +118,8 @@ func bodyHash(body []byte) (string, error) {
 }
 
 func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := a.tenantFor(r)
+	tenant, ok := a.authTenant(w, r)
 	if !ok {
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or unknown bearer token")
 		return
 	}
 	body, ok := a.readBody(w, r)

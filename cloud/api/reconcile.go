@@ -10,8 +10,7 @@ import (
 )
 
 func (a *API) reconcile(w http.ResponseWriter, r *http.Request) {
-	if !a.isOperator(r) {
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong operator token")
+	if !a.authOperator(w, r) {
 		return
 	}
 	if a.cfg.Reconciler == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bowline-iot/bowline/cloud/console"
+	"github.com/bowline-iot/bowline/cloud/guard"
 )
 
 // API is the HTTP API. Build it with New; it is an http.Handler.
@@ -25,16 +26,27 @@ type API struct {
 	// Config.OpsToken (auth.go).
 	tokens []tenantToken
 	opsSum digest
+	guard  *guard.Guard
+	// console is what Config.Console serves (nil: disabled), with the
+	// console's security headers; served under /console/ on the API's
+	// listener only when Config.ConsoleAddr is "".
+	console http.Handler
 }
+
+// hstsMaxAge is the Strict-Transport-Security lifetime: one year, the
+// usual floor for preload lists.
+const hstsMaxAge = "max-age=31536000"
 
 // New validates cfg and returns the API.
 func New(cfg Config) (*API, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.defaults()
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
 	a := &API{cfg: cfg, log: cfg.Logger.With("component", "api"), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux(),
-		tokens: tenantTokens(cfg.Tokens), opsSum: digestOf(cfg.OpsToken)}
+		tokens: tenantTokens(cfg.Tokens), opsSum: digestOf(cfg.OpsToken), guard: cfg.Guard}
 	m := a.metrics
 	a.mux.Handle("POST /v1/orders", m.instrument("/v1/orders", a.createOrder))
 	a.mux.Handle("POST /v1/webhooks/payments", m.instrument("/v1/webhooks/payments", a.paymentWebhook))
@@ -46,14 +58,21 @@ func New(cfg Config) (*API, error) {
 	// and a path rule in front of it does not see what Go's mux decodes
 	// (/%6detrics is /metrics). MetricsHandler is served on its own
 	// listener (docs/security.md).
-	con := cfg.Console
-	if con == nil {
-		con = console.Disabled("this API has no console: set " + OpsTokenEnv + " to enable it (operators log in with that token).")
+	a.console = cfg.Console
+	if a.console == nil {
+		a.console = console.Disabled("this API has no console: set " + OpsTokenEnv + " to enable it (operators log in with that token).")
 	}
-	a.mux.Handle(console.Prefix, con)
-	a.mux.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
+	if cfg.ConsoleAddr == "" {
+		a.mux.Handle(console.Prefix, a.console)
+		a.mux.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
+	}
+	// Otherwise /console/ is no route here: 404 like any other.
 	return a, nil
 }
+
+// ConsoleHandler is the console (Config.Console, or its refusal when
+// nil), for a listener of its own when Config.ConsoleAddr is an address.
+func (a *API) ConsoleHandler() http.Handler { return a.console }
 
 // MetricsHandler serves the Prometheus text of Config.Gatherer. Serve it
 // on a listener of its own (bowline api --metrics-addr, loopback by
@@ -64,6 +83,9 @@ func (a *API) MetricsHandler() http.Handler {
 
 // ServeHTTP routes the request; unknown routes get JSON 404 and 405.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.guard.HTTPS(r) {
+		w.Header().Set("Strict-Transport-Security", hstsMaxAge)
+	}
 	h, pattern := a.mux.Handler(r)
 	if pattern == "" {
 		// The mux would answer in plain text; answer in the API's shape.
@@ -107,8 +129,22 @@ const ShutdownGrace = 15 * time.Second
 
 // ServeListener is Serve on an existing listener (closed on return).
 func (a *API) ServeListener(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
+	return a.serve(ctx, "api", a, ln, ready)
+}
+
+// ServeConsole serves ConsoleHandler alone on addr until ctx ends, as
+// Serve does (bowline api --console-addr).
+func (a *API) ServeConsole(ctx context.Context, addr string, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("console listen %s: %w", addr, err)
+	}
+	return a.serve(ctx, "console", a.ConsoleHandler(), ln, ready)
+}
+
+func (a *API) serve(ctx context.Context, what string, h http.Handler, ln net.Listener, ready func(net.Addr)) error {
 	srv := &http.Server{
-		Handler:           a,
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -118,13 +154,13 @@ func (a *API) ServeListener(ctx context.Context, ln net.Listener, ready func(net
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.log.Info("api listening", "addr", ln.Addr().String())
+	a.log.Info(what+" listening", "addr", ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	select {
 	case err := <-errc:
-		return fmt.Errorf("api serve %s: %w", ln.Addr(), err)
+		return fmt.Errorf("%s serve %s: %w", what, ln.Addr(), err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
@@ -133,9 +169,9 @@ func (a *API) ServeListener(ctx context.Context, ln net.Listener, ready func(net
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
-	a.log.Info("api stopped")
+	a.log.Info(what + " stopped")
 	if err != nil {
-		return fmt.Errorf("api shutdown: %w", err)
+		return fmt.Errorf("%s shutdown: %w", what, err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/guard"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
@@ -112,6 +113,7 @@ type shared struct {
 	mu    sync.Mutex
 	urls  map[string]string
 	views map[string]*App
+	guard *guard.Guard // guardFor's, built on first use
 }
 
 // Open builds the clients, the engine and the stores. It makes no AWS call:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/console"
+	"github.com/bowline-iot/bowline/cloud/guard"
 	"github.com/bowline-iot/bowline/engine/reconcile"
 )
 
@@ -26,6 +27,11 @@ type ConsoleOptions struct {
 	NoTelemetry bool
 	// Refresh and VerifyEvery: console.Config's; zero means its defaults.
 	Refresh, VerifyEvery time.Duration
+	// OneClickLogin: console.Config's (bowline dev only).
+	OneClickLogin bool
+	// TrustedProxies are the load balancer's addresses
+	// (api.Settings.TrustedProxies); the console shares the API's guard.
+	TrustedProxies guard.Proxies
 	// Logger defaults to the App's.
 	Logger *slog.Logger
 }
@@ -54,6 +60,10 @@ func (a *App) Console(ctx context.Context, opts ConsoleOptions) (*console.Consol
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
+	g, err := a.guardFor(opts.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
 	return console.New(console.Config{
 		OpsToken: opts.OpsToken, Names: a.Names, DB: a.DynamoDB,
 		Chains: a.Verifier(), DeadLetters: a.DeadLetters, Inbox: a.Inbox, Redriver: red,
@@ -63,5 +73,22 @@ func (a *App) Console(ctx context.Context, opts ConsoleOptions) (*console.Consol
 		Rollups: a.DynamoDB, NoTelemetry: opts.NoTelemetry,
 		Gatherer: a.Registry, Agents: opts.Agents, Calls: opts.Calls, SimClock: opts.SimClock,
 		Refresh: opts.Refresh, VerifyEvery: opts.VerifyEvery, Logger: log,
+		OneClickLogin: opts.OneClickLogin, Guard: g,
 	})
+}
+
+// guardFor returns the process's one guard (cloud/guard) on the App's
+// registry, built with proxies on first use: the API and the console
+// count a source's failed credentials together.
+func (a *App) guardFor(proxies guard.Proxies) (*guard.Guard, error) {
+	a.shared.mu.Lock()
+	defer a.shared.mu.Unlock()
+	if a.shared.guard == nil {
+		g, err := guard.New(guard.Config{Proxies: proxies, Registerer: a.Registry, Logger: a.Logger})
+		if err != nil {
+			return nil, err
+		}
+		a.shared.guard = g
+	}
+	return a.shared.guard, nil
 }

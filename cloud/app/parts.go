@@ -156,10 +156,15 @@ func (a *App) APIWithConsole(settings api.Settings, con http.Handler, log *slog.
 		},
 		DLQ: func(ctx context.Context) (string, error) { return a.QueueURL(ctx, a.Names.EventsDLQ()) },
 	}
+	g, err := a.guardFor(settings.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	return api.New(api.Config{
 		Emitter: a.emitter(), DB: a.DynamoDB, Names: a.Names,
 		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret, Prices: settings.Prices,
 		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log, Console: con,
+		ConsoleAddr: settings.ConsoleAddr, Guard: g,
 	})
 }
 

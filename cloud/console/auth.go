@@ -2,12 +2,15 @@ package console
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/bowline-iot/bowline/cloud/guard"
 )
 
 // CookieName is the session cookie.
@@ -72,9 +75,12 @@ func (s *sessions) drop(id string) {
 	s.mu.Unlock()
 }
 
-// tokenOK compares a presented token with the ops token in constant time.
+// tokenOK compares a presented token with the ops token in constant time,
+// through their SHA-256 digests: comparing the tokens themselves would
+// return at once when the lengths differ and so tell the token's length.
 func (c *Console) tokenOK(tok string) bool {
-	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(c.cfg.OpsToken)) == 1
+	got, want := sha256.Sum256([]byte(tok)), sha256.Sum256([]byte(c.cfg.OpsToken))
+	return tok != "" && subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // sessionOf returns the request's session.
@@ -99,9 +105,14 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // login serves GET /console/login: the form, or with ?token= the one-click
-// login `bowline dev` prints.
+// login `bowline dev` prints (Config.OneClickLogin; elsewhere the token is
+// not even looked at).
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	if tok := r.URL.Query().Get("token"); tok != "" {
+		if !c.cfg.OneClickLogin {
+			c.render(w, r, http.StatusBadRequest, "login", page{Title: "Log in", Error: "One-click login (?token=) is only in bowline dev: log in with the form."})
+			return
+		}
 		c.finishLogin(w, r, tok)
 		return
 	}
@@ -118,13 +129,22 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) finishLogin(w http.ResponseWriter, r *http.Request, tok string) {
+	at, wait, ok := c.cfg.Guard.Check(r, guard.KindConsole)
+	if !ok {
+		guard.Refuse(w, wait)
+		c.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many wrong tokens from this address: try again later."})
+		return
+	}
 	if !c.tokenOK(tok) {
+		c.cfg.Guard.Failed(at)
 		c.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "That is not the ops token (BOWLINE_OPS_TOKEN) of this API."})
 		return
 	}
 	id, _ := c.sessions.create()
+	// Secure whenever the browser used HTTPS, also when TLS ends at the
+	// load balancer (X-Forwarded-Proto from the trusted proxy only).
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+		Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: c.cfg.Guard.HTTPS(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: int(c.cfg.SessionTTL / time.Second),
 	})
 	// The redirect drops the token from the address bar and history.
@@ -136,7 +156,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if id, _, ok := c.sessionOf(r); ok {
 		c.sessions.drop(id)
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, HttpOnly: true, Secure: c.cfg.Guard.HTTPS(r), SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }
 

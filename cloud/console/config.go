@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/guard"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
@@ -33,6 +34,11 @@ const (
 	DefaultRefresh     = 2 * time.Second
 	DefaultVerifyEvery = 5 * time.Second
 	DefaultSessionTTL  = 12 * time.Hour
+	// DefaultMaxEventsPerTenant and DefaultMaxEventBytes bound the event
+	// cache: the newest 5,000 events of each tenant, and 64 MiB
+	// (estimated) in all, an eighth of the API task's 512 MB.
+	DefaultMaxEventsPerTenant = 5_000
+	DefaultMaxEventBytes      = 64 << 20
 )
 
 // DynamoDB is the part of the DynamoDB API the console reads with (events,
@@ -158,6 +164,21 @@ type Config struct {
 	VerifyEvery time.Duration
 	// SessionTTL is how long a login lasts; default DefaultSessionTTL.
 	SessionTTL time.Duration
+	// MaxEventsPerTenant and MaxEventBytes bound the in-memory event cache
+	// the pages read (the newest events of each tenant are kept); default
+	// DefaultMaxEventsPerTenant and DefaultMaxEventBytes. An event page
+	// reads its row from DynamoDB whatever the cache holds.
+	MaxEventsPerTenant int
+	MaxEventBytes      int64
+	// OneClickLogin lets GET /console/login?token=<ops token> log in (the
+	// link bowline dev prints). Off by default: a token in a URL ends up
+	// in history, logs and proxies; production logs in with the form.
+	OneClickLogin bool
+	// Guard counts failed logins per client address and tells whether the
+	// client used HTTPS behind the trusted proxy (cloud/guard): the cookie
+	// is Secure and HSTS is sent only then. Default: a Guard that trusts
+	// no proxy. Share the API's so one source has one count.
+	Guard *guard.Guard
 	// Logger defaults to slog.Default(); Now to time.Now.
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -188,8 +209,14 @@ func (c *Config) Validate() error {
 		return missing("Rollups")
 	case len(c.Subscriptions) == 0:
 		return missing("Subscriptions")
-	case c.Refresh < 0 || c.VerifyEvery < 0 || c.SessionTTL < 0:
-		return fmt.Errorf("%w: Refresh, VerifyEvery and SessionTTL must not be negative", ErrConfig)
+	case c.Refresh < 0 || c.VerifyEvery < 0 || c.SessionTTL < 0 || c.MaxEventsPerTenant < 0 || c.MaxEventBytes < 0:
+		return fmt.Errorf("%w: Refresh, VerifyEvery, SessionTTL, MaxEventsPerTenant and MaxEventBytes must not be negative", ErrConfig)
+	}
+	if c.MaxEventsPerTenant == 0 {
+		c.MaxEventsPerTenant = DefaultMaxEventsPerTenant
+	}
+	if c.MaxEventBytes == 0 {
+		c.MaxEventBytes = DefaultMaxEventBytes
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh
@@ -205,6 +232,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Guard == nil {
+		g, err := guard.New(guard.Config{Logger: c.Logger})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		c.Guard = g
 	}
 	return nil
 }

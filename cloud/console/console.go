@@ -55,7 +55,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{
 		cfg:       cfg,
-		log:       newEventLog(cfg.DB, cfg.Names.EventsTable()),
+		log:       newEventLog(cfg.DB, cfg.Names.EventsTable(), cfg.MaxEventsPerTenant, cfg.MaxEventBytes),
 		telemetry: newTelemetryStore(),
 		agents:    newAgentPoller(cfg.Agents),
 		sessions:  &sessions{ttl: cfg.SessionTTL, now: cfg.Now, m: map[string]session{}},
@@ -104,6 +104,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin") // no-referrer would make browsers send "Origin: null" on our own POSTs
+	if c.cfg.Guard.HTTPS(r) {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	c.mux.ServeHTTP(w, r)
 }
 

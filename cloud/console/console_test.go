@@ -161,9 +161,16 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != Prefix || rec.Code != http.StatusSeeOther {
 		t.Errorf("session cookie %+v after %d; want HttpOnly, SameSite=Strict, Path=%s after a 303", ck, rec.Code, Prefix)
 	}
-	// The one-click form: GET ?token= logs in and redirects without it.
+	// The one-click form (bowline dev's OneClickLogin): GET ?token= logs
+	// in and redirects without it.
+	cfg := testConfig(&countingRedriver{})
+	cfg.OneClickLogin = true
+	dev, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec = httptest.NewRecorder()
-	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/login?token="+testToken, nil))
+	dev.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/login?token="+testToken, nil))
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != Prefix || len(rec.Result().Cookies()) != 1 {
 		t.Errorf("GET login?token=: %d to %q, %d cookies; want 303 to %s with the cookie", rec.Code, rec.Header().Get("Location"), len(rec.Result().Cookies()), Prefix)
 	}

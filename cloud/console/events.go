@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,7 +20,11 @@ import (
 // tenantLog is what the console knows of one tenant: its events in seq
 // order (the tail read so far), its head row and its last verification.
 type tenantLog struct {
+	// events are the newest events read, seqs first..first+len-1; older
+	// ones were dropped to keep the cache within its bounds.
 	events   []engine.Envelope
+	first    uint64
+	bytes    int64 // estimated memory of events (envelopeSize)
 	headSeq  uint64
 	headHash string
 	chain    engine.ChainReport
@@ -29,19 +34,73 @@ type tenantLog struct {
 	unsettled int
 }
 
-// eventLog keeps every tenant's log in memory, tailed by refresh.
+// next is the seq after the newest event read.
+func (tl *tenantLog) next() uint64 { return tl.first + uint64(len(tl.events)) }
+
+// drop forgets tl's n oldest events (a fresh slice, so their memory goes).
+func (tl *tenantLog) drop(n int) int64 {
+	n = min(n, len(tl.events))
+	var freed int64
+	for i := range n {
+		freed += envelopeSize(&tl.events[i])
+	}
+	tl.events = slices.Clone(tl.events[n:])
+	tl.first += uint64(n)
+	tl.bytes -= freed
+	return freed
+}
+
+// envelopeSize estimates what an envelope holds in memory: its strings,
+// twice its payload's JSON (a decoded map costs more than its text) and a
+// fixed overhead. It only needs to grow with what a tenant sends.
+func envelopeSize(e *engine.Envelope) int64 {
+	n := len(e.ID) + len(e.Tenant) + len(e.Type) + len(e.Actor) + len(e.Hash) + len(e.PrevHash) + len(e.CorrelationID)
+	if b, err := json.Marshal(e.Payload); err == nil {
+		n += 2 * len(b)
+	}
+	return int64(n) + 512
+}
+
+// eventLog keeps the newest events of every tenant in memory, tailed by
+// refresh, within maxPerTenant events per tenant and maxBytes (estimated)
+// in all.
 type eventLog struct {
-	db    DynamoDB
-	table string
+	db           DynamoDB
+	table        string
+	maxPerTenant int
+	maxBytes     int64
 
 	mu      sync.RWMutex
 	tenants map[string]*tenantLog
 	order   []string // sorted tenant names
+	bytes   int64    // sum of the tenants' bytes
 	readAt  time.Time
 }
 
-func newEventLog(db DynamoDB, table string) *eventLog {
-	return &eventLog{db: db, table: table, tenants: map[string]*tenantLog{}}
+func newEventLog(db DynamoDB, table string, maxPerTenant int, maxBytes int64) *eventLog {
+	return &eventLog{db: db, table: table, maxPerTenant: maxPerTenant, maxBytes: maxBytes, tenants: map[string]*tenantLog{}}
+}
+
+// trim keeps the cache within its bounds (l.mu held): a tenant over
+// maxPerTenant keeps its newest nine tenths; while the whole is over
+// maxBytes, the tenant holding the most loses its older half, so one
+// noisy tenant is trimmed before the quiet ones lose anything.
+func (l *eventLog) trim(tl *tenantLog) {
+	if over := len(tl.events) - l.maxPerTenant; over > 0 {
+		l.bytes -= tl.drop(over + l.maxPerTenant/10)
+	}
+	for l.bytes > l.maxBytes {
+		var big *tenantLog
+		for _, t := range l.tenants {
+			if big == nil || t.bytes > big.bytes {
+				big = t
+			}
+		}
+		if big == nil || len(big.events) == 0 {
+			return
+		}
+		l.bytes -= big.drop(max(1, len(big.events)/2))
+	}
 }
 
 // setTenants records the tenants that exist.
@@ -50,7 +109,7 @@ func (l *eventLog) setTenants(names []string) {
 	defer l.mu.Unlock()
 	for _, t := range names {
 		if _, ok := l.tenants[t]; !ok {
-			l.tenants[t] = &tenantLog{unsettled: -1}
+			l.tenants[t] = &tenantLog{first: 1, unsettled: -1}
 			l.order = append(l.order, t)
 		}
 	}
@@ -68,7 +127,7 @@ func (l *eventLog) tenantNames() []string {
 func (l *eventLog) tail(ctx context.Context) error {
 	for _, t := range l.tenantNames() {
 		l.mu.RLock()
-		last := uint64(len(l.tenants[t].events))
+		last := l.tenants[t].next() - 1
 		l.mu.RUnlock()
 		fresh, err := l.readAfter(ctx, t, last)
 		if err != nil {
@@ -83,10 +142,14 @@ func (l *eventLog) tail(ctx context.Context) error {
 		for _, e := range fresh {
 			// Rows arrive in seq order; a gap (a row deleted) stops the
 			// cache there, and verification names it.
-			if e.Seq == uint64(len(tl.events))+1 {
+			if e.Seq == tl.next() {
 				tl.events = append(tl.events, e)
+				n := envelopeSize(&e)
+				tl.bytes += n
+				l.bytes += n
 			}
 		}
+		l.trim(tl)
 		tl.headSeq, tl.headHash = seq, hash
 		l.mu.Unlock()
 	}
@@ -163,8 +226,11 @@ func (l *eventLog) readEvent(ctx context.Context, tenant string, seq uint64) (en
 
 // tenantView is a copy of one tenant's state for a page.
 type tenantView struct {
-	Tenant    string
+	Tenant string
+	// Events is the seq of the newest event read; Oldest the seq of the
+	// oldest still held in memory (older ones were dropped).
 	Events    int
+	Oldest    uint64
 	HeadSeq   uint64
 	HeadHash  string
 	Chain     engine.ChainReport
@@ -183,7 +249,7 @@ func (l *eventLog) view(tenant string) (tenantView, bool) {
 	if !ok {
 		return tenantView{}, false
 	}
-	return tenantView{Tenant: tenant, Events: len(tl.events), HeadSeq: tl.headSeq, HeadHash: tl.headHash,
+	return tenantView{Tenant: tenant, Events: int(tl.next() - 1), Oldest: tl.first, HeadSeq: tl.headSeq, HeadHash: tl.headHash,
 		Chain: tl.chain, ChainAt: tl.chainAt, ChainErr: tl.chainErr, Unsettled: tl.unsettled}, true
 }
 
@@ -216,7 +282,8 @@ func (l *eventLog) events(tenant string, keep func(*engine.Envelope) bool) []eng
 }
 
 // window returns up to n events of tenant with seq <= before (0: the
-// newest), newest first, and the seq of the next older page (0: none).
+// newest), newest first, and the seq of the next older page (0: none
+// held in memory).
 func (l *eventLog) window(tenant string, before uint64, n int) ([]engine.Envelope, uint64) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -225,8 +292,11 @@ func (l *eventLog) window(tenant string, before uint64, n int) ([]engine.Envelop
 		return nil, 0
 	}
 	end := len(tl.events) // exclusive index
-	if before > 0 && int(before) < end {
-		end = int(before)
+	if before > 0 && before < tl.next() {
+		if before < tl.first {
+			return nil, 0
+		}
+		end = int(before-tl.first) + 1
 	}
 	start := max(0, end-n)
 	out := make([]engine.Envelope, 0, end-start)
@@ -235,7 +305,7 @@ func (l *eventLog) window(tenant string, before uint64, n int) ([]engine.Envelop
 	}
 	var next uint64
 	if start > 0 {
-		next = uint64(start)
+		next = tl.first + uint64(start) - 1
 	}
 	return out, next
 }

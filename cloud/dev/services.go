@@ -129,13 +129,19 @@ func (s *System) startAPI(ctx context.Context) error {
 	con, err := a.Console(ctx, app.ConsoleOptions{
 		OpsToken: cfg.Settings.OpsToken, Agents: agents, Calls: fakeCalls{s.fakes.Set}, SimClock: s.SimNow,
 		NoTelemetry: cfg.ConsoleNoTelemetry, Refresh: cfg.ConsoleRefresh, Logger: log.With("part", "console"),
+		// The one-click link Run prints: only here, on a developer's machine.
+		OneClickLogin: true, TrustedProxies: cfg.Settings.TrustedProxies,
 	})
 	if err != nil {
 		return err
 	}
 	s.console = con
 	s.run("console", func() error { return con.Run(s.runCtx) })
-	srv, err := a.APIWithConsole(cfg.Settings, con, log.With("part", "api"))
+	// bowline dev serves the console on the API's listener, where its
+	// one-click link points, whatever BOWLINE_CONSOLE_ADDR says.
+	settings := cfg.Settings
+	settings.ConsoleAddr = ""
+	srv, err := a.APIWithConsole(settings, con, log.With("part", "api"))
 	if err != nil {
 		return err
 	}

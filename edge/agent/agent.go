@@ -252,7 +252,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Go(func() { serve(ctx, in, a.bridge, a.links[i], a.cfg.LinkRetry, a.log.Warn) })
 	}
 	wg.Go(func() { a.housekeeping(ctx) })
-	a.log.Info("agent running", "inputs", len(a.cfg.Inputs), "broker", a.cfg.Forward.Broker, "outbox", a.out.Path(), "status", a.StatusAddr())
+	a.log.Info("agent running", "inputs", len(a.cfg.Inputs), "broker", status.RedactURL(a.cfg.Forward.Broker), "outbox", a.out.Path(), "status", a.StatusAddr())
 	<-ctx.Done()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

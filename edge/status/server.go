@@ -24,6 +24,11 @@ type Config struct {
 	Addr string
 	// Report produces the /status document. Required.
 	Report func(ctx context.Context) (Report, error)
+	// Hosts are names besides localhost and loopback addresses that
+	// requests may carry in Host (a gateway's own name, when an operator
+	// opens the endpoint on purpose). Any other Host is refused with 421:
+	// a web page that rebinds its domain to 127.0.0.1 reads nothing.
+	Hosts []string
 	// Gatherer serves /metrics. Default prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	// Logger. Default slog.Default().
@@ -77,7 +82,7 @@ func Listen(cfg Config) (*Server, error) {
 	})
 	mux.HandleFunc("GET /status", s.status)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.srv = &http.Server{Handler: checkHost(mux, cfg.Hosts), ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }
 
@@ -110,6 +115,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "status_unavailable", "message": err.Error()}})
 		return
 	}
+	// The broker URL may carry a password or a token: never shown.
+	rep.MQTT.Broker = RedactURL(rep.MQTT.Broker)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(rep)

@@ -16,7 +16,11 @@
 //
 // # Caveats
 //
-// DynamoDB Local binds every interface (it has no host option); fauxqs binds
-// 0.0.0.0. Both are started on random free ports and addressed as 127.0.0.1.
-// All data is in memory and gone after Close.
+// Every emulator listens on 127.0.0.1 only, though none has a setting for
+// it: DynamoDB Local starts through deploy/local/DynamoDBLoopback.java
+// (Java's single-file source launcher, so it needs a JDK), which binds its
+// Jetty connector to loopback, and the Node emulators, which hard-code
+// 0.0.0.0, get deploy/local/loopback.cjs preloaded. The embedded broker
+// binds loopback itself. TestEverythingListensOnLoopbackOnly checks the
+// sockets in /proc. All data is in memory and gone after Close.
 package localstack

@@ -17,7 +17,7 @@ const setupHint = "run ./scripts/setup"
 
 // startDynamoDB runs AWS's DynamoDB Local jar, in memory.
 func startDynamoDB(ctx context.Context, root string, log *slog.Logger) (*process, error) {
-	java, err := lookPath("java", "install a JDK 17+ (apt-get install openjdk-17-jre-headless)")
+	java, err := lookPath("java", "install a JDK 17+ (apt-get install openjdk-17-jdk-headless)")
 	if err != nil {
 		return nil, err
 	}
@@ -30,10 +30,15 @@ func startDynamoDB(ctx context.Context, root string, log *slog.Logger) (*process
 	if err != nil {
 		return nil, err
 	}
+	// Through deploy/local/DynamoDBLoopback.java, which binds it to
+	// 127.0.0.1: the jar alone binds every interface and has no option for it.
+	// -disableTelemetry: DynamoDB Local reports its starts to AWS otherwise.
 	cmd := exec.Command(java,
 		"-Xms64m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
-		"-jar", jar, "-inMemory", "-port", strconv.Itoa(port))
+		"-cp", jar+string(os.PathListSeparator)+filepath.Join(dir, "DynamoDBLocal_lib", "*"),
+		filepath.Join(root, "deploy", "local", "DynamoDBLoopback.java"),
+		"-inMemory", "-disableTelemetry", "-port", strconv.Itoa(port))
 	cmd.Dir = dir
 	p, err := launch("DynamoDB Local", cmd, log)
 	if err != nil {
@@ -58,7 +63,7 @@ func startFauxqs(ctx context.Context, root string, log *slog.Logger) (*process, 
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(node, cli)
+	cmd := exec.Command(node, "--require", loopbackPreload(root), cli)
 	cmd.Dir = filepath.Dir(cli)
 	cmd.Env = append(os.Environ(), "FAUXQS_PORT="+strconv.Itoa(port), "FAUXQS_HOST=127.0.0.1")
 	p, err := launch("fauxqs (SQS)", cmd, log)
@@ -67,6 +72,12 @@ func startFauxqs(ctx context.Context, root string, log *slog.Logger) (*process, 
 	}
 	p.endpoint = loopbackURL(port)
 	return p, p.waitReady(ctx, jsonProbe(p.endpoint, "AmazonSQS.ListQueues", "application/x-amz-json-1.0"))
+}
+
+// loopbackPreload is the script that makes a Node emulator listen on
+// 127.0.0.1 only (both hard-code 0.0.0.0).
+func loopbackPreload(root string) string {
+	return filepath.Join(root, "deploy", "local", "loopback.cjs")
 }
 
 // startKinesis runs kinesis-local (kinesis-mock) from its own folder so it
@@ -88,7 +99,7 @@ func startKinesis(ctx context.Context, root string, log *slog.Logger) (*process,
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(node, "main.js")
+	cmd := exec.Command(node, "--require", loopbackPreload(root), "main.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"KINESIS_MOCK_PLAIN_PORT="+strconv.Itoa(plain),
