@@ -77,8 +77,8 @@ type FailingHeadRun struct {
 
 const (
 	fhMaxAttempts     = 5
-	fhOldMaxReceive   = 5  // the stack's maxReceiveCount when it was the budget
-	fhStackMaxReceive = 10 // resources.EventsMaxReceiveCount today
+	fhOldMaxReceive   = 5                               // the stack's maxReceiveCount when it was the budget
+	fhStackMaxReceive = resources.EventsMaxReceiveCount // the stack's today
 	fhSubscription    = "bench_failing"
 )
 
