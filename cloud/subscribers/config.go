@@ -42,6 +42,9 @@ type DynamoDB interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
+// DefaultSupportWindow is Config.SupportWindow's default.
+const DefaultSupportWindow = time.Hour
+
 // Config configures the handlers.
 type Config struct {
 	// DB reads and writes the app table. Required.
@@ -58,6 +61,10 @@ type Config struct {
 	// SupportAddress receives device-fault notifications; default
 	// "support".
 	SupportAddress string
+	// SupportWindow is the shortest time between two device-fault
+	// e-mails about one bowl: faults in between are counted and the count
+	// goes with the next e-mail. Default DefaultSupportWindow.
+	SupportWindow time.Duration
 	// MinHistoryDays is how many earlier days a pet needs before an
 	// appetite drop is judged; default 3.
 	MinHistoryDays int
@@ -82,6 +89,8 @@ func (c Config) Validate() error {
 		return errors.New("subscribers config: shop, shipping and notify adapters: required")
 	case c.MinHistoryDays < 0:
 		return fmt.Errorf("subscribers config: min history days %d: must not be negative", c.MinHistoryDays)
+	case c.SupportWindow < 0:
+		return fmt.Errorf("subscribers config: support window %v: must not be negative", c.SupportWindow)
 	case c.ContactTTL < 0:
 		return fmt.Errorf("subscribers config: contact ttl %v: must not be negative", c.ContactTTL)
 	}
@@ -91,6 +100,9 @@ func (c Config) Validate() error {
 func (c *Config) defaults() {
 	if c.SupportAddress == "" {
 		c.SupportAddress = "support"
+	}
+	if c.SupportWindow == 0 {
+		c.SupportWindow = DefaultSupportWindow
 	}
 	if c.MinHistoryDays == 0 {
 		c.MinHistoryDays = 3

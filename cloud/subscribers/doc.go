@@ -7,7 +7,7 @@
 //	bowl.food_low          -> notify_owner
 //	bowl.empty             -> notify_owner_empty       (the notify_owner handler)
 //	pet.appetite_dropped   -> notify_owner_appetite    (the notify_owner handler)
-//	bowl.device_fault      -> notify_support
+//	bowl.device_fault      -> notify_support           (at most one e-mail per bowl per SupportWindow)
 //	row.contact.modify     -> contact_changes          (BEST_EFFORT: refresh the owner directory)
 //
 // The DURABLE handlers run in the worker (engine/worker), which gives

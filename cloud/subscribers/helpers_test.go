@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,12 @@ type fixture struct {
 	set    *subscribers.Set
 	h      map[string]engine.Handler
 	tenant string
+	// skew is added to the wall clock the handlers read (advance).
+	skew atomic.Int64
 }
+
+// advance moves the handlers' clock forward by d.
+func (f *fixture) advance(d time.Duration) { f.skew.Add(int64(d)) }
 
 func randHex(n int) string {
 	b := make([]byte, n)
@@ -78,7 +84,8 @@ func newFixture(t *testing.T, wrap func(subscribers.Emitter) subscribers.Emitter
 	if wrap != nil {
 		em = wrap(eng)
 	}
-	f.set, err = subscribers.New(subscribers.Config{DB: f.db, Emitter: em, Names: f.names, Shop: ad.Shopify, Shipping: ad.Shipping, Notify: ad.Notify, Logger: log})
+	f.set, err = subscribers.New(subscribers.Config{DB: f.db, Emitter: em, Names: f.names, Shop: ad.Shopify, Shipping: ad.Shipping, Notify: ad.Notify, Logger: log,
+		Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,9 @@ import (
 //	             grams (N), meals (N), event_ids (SS)
 //	contact row: pk = "CONTACT#<tenant>"        sk = "OWNER"             (contactKey)
 //	             entity = "contact", tenant, channel, address
+//	support row: pk = "FAULT#<tenant>#<bowl>"   sk = "SUPPORT"           (supportKey)
+//	             entity = "support_window", tenant, bowl, window_start (N, unix ms),
+//	             event_id (the fault e-mailed), reported (N), coalesced (N)
 //
 // mark_tag_ordered sets the pet row's tag attributes (creating the row if
 // need be) on the condition that tag_order_id is another order.
@@ -27,6 +30,11 @@ import (
 // transaction of pet.appetite_dropped on the condition that it is absent;
 // it reads a pet's recent days with one Query on the pet's partition
 // (sk BETWEEN two IntakeSK values, which leaves the pet row out).
+//
+// notify_support opens a bowl's window on the condition that none is open
+// (window_start at least SupportWindow ago) and e-mails; a fault in an open
+// window only adds one to coalesced, on the condition that the window is
+// the one it read.
 //
 // Nothing in this repository writes contact rows: the owner's app or an
 // operator does. Directory.Owner reads them, and contact_changes refreshes
@@ -42,10 +50,15 @@ const (
 	ContactSK = "OWNER"
 	// EntityContact is the entity attribute of contact rows.
 	EntityContact = "contact"
+	// SupportSK is the sort key of a bowl's device-fault window row.
+	SupportSK = "SUPPORT"
+	// EntitySupportWindow is the entity attribute of support rows.
+	EntitySupportWindow = "support_window"
 
 	petPKPrefix     = "PET#"
 	intakeSKPrefix  = "INTAKE#"
 	contactPKPrefix = "CONTACT#"
+	faultPKPrefix   = "FAULT#"
 )
 
 // PetPK is the app-table partition key of a pet's rows: its own row and its
@@ -60,6 +73,13 @@ func IntakeSK(day string) string { return intakeSKPrefix + day }
 
 // ContactPK is the partition key of tenant's owner contact.
 func ContactPK(tenant string) string { return contactPKPrefix + tenant }
+
+// SupportPK is the partition key of a bowl's device-fault window row.
+func SupportPK(tenant, bowl string) string { return faultPKPrefix + tenant + "#" + bowl }
+
+func supportKey(tenant, bowl string) map[string]types.AttributeValue {
+	return attr.Key(SupportPK(tenant, bowl), SupportSK)
+}
 
 func petKey(tenant, petID string) map[string]types.AttributeValue {
 	return attr.Key(PetPK(tenant, petID), PetSK)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,14 +30,27 @@ func (s *Set) notifyOwner(subscription string) engine.Handler {
 	}
 }
 
-// notifySupport tells support about a device fault. Every value of the
-// payload is device-controlled, so it is bounded and escaped first
-// (supportText).
+// notifySupport tells support about a device fault, at most once per bowl
+// per SupportWindow: the first fault of a window is e-mailed with the
+// number of the bowl's faults coalesced since its last e-mail
+// ("coalesced_faults"), the others are only counted (openSupportWindow).
+// Every value of the payload is device-controlled, so it is bounded and
+// escaped first (supportText).
 func (s *Set) notifySupport(ctx context.Context, env engine.Envelope) error {
+	send, coalesced, err := s.openSupportWindow(ctx, env)
+	if err != nil {
+		return err
+	}
+	if !send {
+		s.log.Info("device fault coalesced into the bowl's open support window", "tenant", env.Tenant, "bowl", faultSource(env), "event_id", env.ID)
+		return nil
+	}
 	data := map[string]any{"tenant": env.Tenant, "actor": env.Actor}
 	for k, v := range env.Payload {
 		data[k] = supportValue(k, v, data)
 	}
+	data["coalesced_faults"] = coalesced
+	data["window_seconds"] = int64(s.cfg.SupportWindow / time.Second)
 	return classify(s.cfg.Notify.Send(ctx, adapters.Key(env.ID, catalog.SubNotifySupport), adapters.Notification{
 		Tenant: env.Tenant, To: s.cfg.SupportAddress, Channel: "email", Template: env.Type, Data: data,
 	}))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -17,6 +18,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
 	"github.com/bowline-iot/bowline/engine/worker"
 )
 
@@ -360,5 +362,73 @@ func TestSupportEmailBoundsAndEscapesDeviceText(t *testing.T) {
 	}
 	if !strings.Contains(detail, "&lt;script&gt;") {
 		t.Errorf("detail %.120q; want the markup kept as escaped text", detail)
+	}
+}
+
+// TestDeviceFaultsAreCoalescedPerBowl: 30 faults of one bowl within the
+// window send one support e-mail, not 30; a rerun of the fault that was
+// e-mailed sends it again under the same idempotency key; another bowl has
+// its own window; the first fault after the window is e-mailed with the
+// count of those coalesced (29).
+func TestDeviceFaultsAreCoalescedPerBowl(t *testing.T) {
+	f := newFixture(t, nil)
+	fault := func(bowl string, i int) engine.Envelope {
+		env := f.envelope("bowl.device_fault", map[string]any{"code": "E42", "detail": fmt.Sprint("load cell ", i)})
+		env.Actor = "device:" + bowl
+		return env
+	}
+	toSupport := func() (n int, last map[string]any, key string) {
+		for _, c := range f.fakes.Notify.Calls() {
+			var body struct {
+				To   string         `json:"to"`
+				Data map[string]any `json:"data"`
+			}
+			if err := json.Unmarshal(c.Body, &body); err != nil {
+				t.Fatalf("notification body %s: %v", c.Body, err)
+			}
+			if body.To == "support" {
+				n++
+				last, key = body.Data, c.IdempotencyKey
+			}
+		}
+		return n, last, key
+	}
+	var first engine.Envelope
+	for i := range 30 {
+		env := fault("gw-1:bowl-1", i)
+		if i == 0 {
+			first = env
+		}
+		if err := f.run(catalog.SubNotifySupport, env); err != nil {
+			t.Fatalf("fault %d: %v", i, err)
+		}
+	}
+	if n, data, key := toSupport(); n != 1 || key != first.ID+":notify_support" || data["coalesced_faults"] != 0.0 {
+		t.Fatalf("after 30 faults of one bowl: %d support e-mails (last key %s, data %v); want 1, for the first fault, coalesced_faults 0", n, key, data)
+	}
+	if err := f.run(catalog.SubNotifySupport, first); err != nil { // a retried handler
+		t.Fatal(err)
+	}
+	if n, _, key := toSupport(); n != 2 || key != first.ID+":notify_support" {
+		t.Errorf("rerun of the e-mailed fault: %d calls, last key %s; want a second call with the first fault's key", n, key)
+	}
+	other := fault("gw-1:bowl-2", 0)
+	if err := f.run(catalog.SubNotifySupport, other); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, key := toSupport(); n != 3 || key != other.ID+":notify_support" {
+		t.Errorf("another bowl's fault: %d calls, last key %s; want its own e-mail", n, key)
+	}
+	f.advance(subscribers.DefaultSupportWindow + time.Second)
+	next := fault("gw-1:bowl-1", 30)
+	if err := f.run(catalog.SubNotifySupport, next); err != nil {
+		t.Fatal(err)
+	}
+	if n, data, key := toSupport(); n != 4 || key != next.ID+":notify_support" || data["coalesced_faults"] != 29.0 {
+		t.Errorf("first fault after the window: %d calls, key %s, data %v; want an e-mail with coalesced_faults 29", n, key, data)
+	}
+	row := f.get(subscribers.SupportPK(f.tenant, "gw-1:bowl-1"), subscribers.SupportSK)
+	if got := attr.GetS(row, "event_id"); got != next.ID {
+		t.Errorf("support row event_id = %s; want %s", got, next.ID)
 	}
 }

@@ -38,7 +38,7 @@ func TestRolesWriteOnlyTheirOwnKeys(t *testing.T) {
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "InboxTable", true, "IDEMP#e:s")
 	add("WorkerTaskRole", "dynamodb:PutItem", "InboxTable", false, "IDEMP#e:s", "EMIT#t1#k", "PAYMENT#p1")
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "InboxTable", false, "PAYMENT#p1", "RECONCILE#SCAN")
-	add("WorkerTaskRole", "dynamodb:UpdateItem", "AppTable", true, "PET#t1#p1")
+	add("WorkerTaskRole", "dynamodb:UpdateItem", "AppTable", true, "PET#t1#p1", "FAULT#t1#gw-1:bowl-1")
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "AppTable", false, "DEVICE#gw-1", "ORDER#o-1", "CONTACT#t1")
 	add("WorkerTaskRole", "dynamodb:PutItem", "AppTable", false, "PET#t1#p1", "DEVICE#gw-1")
 	add("WorkerTaskRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON")

@@ -52,6 +52,9 @@ type Hooks struct {
 	Acked func(lane outbox.Lane, records int, rtt time.Duration)
 	// Connection is called when the connection goes up or down.
 	Connection func(up bool)
+	// PubackTimeout is called when a publish got no PUBACK within
+	// Config.PubackTimeout (the session then ends).
+	PubackTimeout func(lane outbox.Lane)
 	// CloudAck is called per cloud acknowledgement (wire v2): whether it
 	// was applied and how many records it removed.
 	CloudAck func(applied bool, removed int)
@@ -67,6 +70,9 @@ type Status struct {
 	InFlight   int       `json:"in_flight"`
 	Published  int64     `json:"published"`
 	Acked      int64     `json:"acked"`
+	// PubackTimeouts counts publishes that got no PUBACK within
+	// PubackTimeout, each of which ended its session.
+	PubackTimeouts int64 `json:"puback_timeouts"`
 	// Telemetry is the state of the cloud acknowledgements (wire v2).
 	Telemetry TelemetryStatus `json:"telemetry"`
 }
@@ -423,6 +429,10 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 			// A broker that throttles may never answer; paho does not
 			// resend on a live connection. Only a new session resends.
 			lost()
+			p.f.update(func(s *Status) { s.PubackTimeouts++ })
+			if h := p.f.hooks.PubackTimeout; h != nil {
+				h(lane)
+			}
 			p.cancel(fmt.Errorf("publish %s: %w after %s", topic, ErrPubackTimeout, p.f.cfg.PubackTimeout))
 			return
 		}

@@ -104,6 +104,11 @@ func event(thing, id string) outbox.Entry {
 
 func runForwarder(t *testing.T, cfg Config, src Source) (*Forwarder, context.CancelFunc) {
 	t.Helper()
+	return runForwarderWithHooks(t, cfg, src, Hooks{})
+}
+
+func runForwarderWithHooks(t *testing.T, cfg Config, src Source, hooks Hooks) (*Forwarder, context.CancelFunc) {
+	t.Helper()
 	if cfg.Tenant == "" {
 		cfg.Tenant = "t1"
 	}
@@ -120,6 +125,7 @@ func runForwarder(t *testing.T, cfg Config, src Source) (*Forwarder, context.Can
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	f.SetHooks(hooks)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,8 +66,14 @@ func TestUnansweredPublishEndsTheSession(t *testing.T) {
 	b.cfg.Addr, b.URL = b.srv.Addr(), b.srv.URL()
 	t.Cleanup(b.down)
 
-	f, _ := runForwarder(t, Config{Broker: b.URL, InFlight: 5, PubackTimeout: time.Second,
-		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o)
+	var timeouts atomic.Int64
+	f, _ := runForwarderWithHooks(t, Config{Broker: b.URL, InFlight: 5, PubackTimeout: time.Second,
+		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o,
+		Hooks{PubackTimeout: func(lane outbox.Lane) {
+			if lane == outbox.Events {
+				timeouts.Add(1)
+			}
+		}})
 	for i := range 5 {
 		if err := o.Append(ctx, []outbox.Entry{event("bowl-1", fmt.Sprint("early-", i))}, nil); err != nil {
 			t.Fatal(err)
@@ -100,6 +107,15 @@ func TestUnansweredPublishEndsTheSession(t *testing.T) {
 	s := f.Status()
 	if s.Connects < 2 {
 		t.Errorf("Status().Connects = %d; want at least 2 (the silent session ended)", s.Connects)
+	}
+	// Each unanswered publish is counted, on /status and by the hook
+	// behind the metric: at least one (the first to time out ends the
+	// session; the others of the window may end with it, uncounted).
+	if s.PubackTimeouts < 1 || s.PubackTimeouts > 5 {
+		t.Errorf("Status().PubackTimeouts = %d; want 1-5 (5 publishes swallowed)", s.PubackTimeouts)
+	}
+	if got := timeouts.Load(); got != s.PubackTimeouts {
+		t.Errorf("PubackTimeout hook calls on the events lane = %d; want %d, as Status", got, s.PubackTimeouts)
 	}
 }
 

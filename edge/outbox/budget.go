@@ -1,6 +1,10 @@
 package outbox
 
 import (
+	"errors"
+	"os"
+	"syscall"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -10,6 +14,11 @@ import (
 // freelist come on top. TestFullDiskDropsOldestTelemetryAndKeepsEvents
 // ends at about 1.1; 2 leaves a margin.
 const fileOverhead = 2
+
+// freeSpace reads the file system's free space (fsFree); a test replaces
+// it to play a file system that overstates its free space, so that a
+// commit meets ENOSPC the budget did not foresee.
+var freeSpace = fsFree
 
 // Budget is the space the outbox may use at one commit: the logical cap
 // (Config.MaxBytes) lowered to what the file system can still hold
@@ -32,6 +41,17 @@ type Budget struct {
 	// reserved bytes and file system space, minus Config.DiskHeadroom,
 	// over fileOverhead), and never above MaxBytes.
 	EffectiveMaxBytes int64 `json:"effective_max_bytes"`
+	// BallastBytes is the size of the ballast file beside the outbox
+	// file: space set aside that only a commit that met ENOSPC frees,
+	// so that dropping telemetry has blocks to write into. It counts as
+	// room (it is the headroom, held).
+	BallastBytes int64 `json:"ballast_bytes"`
+	// OutOfSpace reports that the file system ran out of space while it
+	// reported room (a commit met ENOSPC, or the ballast could not be
+	// allocated), and the ballast is not back: its free space is then
+	// taken as zero, so the cap keeps the file within its own free pages
+	// and reserve.
+	OutOfSpace bool `json:"out_of_space"`
 	// DiskLimited reports that the disk, not MaxBytes, sets the cap.
 	DiskLimited bool `json:"disk_limited"`
 }
@@ -44,12 +64,19 @@ func (o *Outbox) budget(tx *bolt.Tx) Budget {
 	b := Budget{
 		FileBytes:     tx.Size(),
 		FileFreeBytes: int64(st.FreePageN+st.PendingPageN) * int64(tx.DB().Info().PageSize),
-		FSFreeBytes:   fsFree(o.cfg.Path),
+		FSFreeBytes:   freeSpace(o.cfg.Path),
 	}
 	b.ReservedBytes = max(0, o.reservedEnd.Load()-b.FileBytes)
+	if o.ballast.Load() {
+		b.BallastBytes = o.cfg.DiskHeadroom
+	}
+	b.OutOfSpace = o.outOfSpace.Load()
 	b.EffectiveMaxBytes = o.cfg.MaxBytes
-	if b.FSFreeBytes >= 0 {
-		room := max(0, b.FileFreeBytes+b.ReservedBytes+b.FSFreeBytes-o.cfg.DiskHeadroom)
+	if fs := b.FSFreeBytes; fs >= 0 || b.OutOfSpace {
+		if b.OutOfSpace {
+			fs = 0
+		}
+		room := max(0, b.FileFreeBytes+b.ReservedBytes+fs+b.BallastBytes-o.cfg.DiskHeadroom)
 		if fit := used + room/fileOverhead; fit < o.cfg.MaxBytes {
 			b.EffectiveMaxBytes, b.DiskLimited = fit, true
 		}
@@ -91,4 +118,55 @@ func (o *Outbox) reserve() {
 		return
 	}
 	o.reservedEnd.Store(want)
+}
+
+// ballastPath is the ballast file's path, beside the outbox file.
+func (o *Outbox) ballastPath() string { return o.cfg.Path + ".ballast" }
+
+// keepBallast makes sure the ballast file holds DiskHeadroom bytes of the
+// file system. The outbox's own reserve (reserve) is space the file grows
+// into, so ordinary commits use it up; on a file system that reports more
+// free space than it has, a commit then meets ENOSPC with nothing left for
+// the transaction that drops telemetry to make room, which must write
+// pages too. The ballast is that space: only the ENOSPC path frees it
+// (releaseBallast). While it cannot be made again for lack of space, the
+// budget does not believe the file system's free space (outOfSpace). A
+// file system without fallocate gets no ballast and keeps the estimate
+// alone. It runs at Open and in the writer after each commit while the
+// ballast is missing.
+func (o *Outbox) keepBallast() {
+	if o.ballast.Load() {
+		return
+	}
+	path := o.ballastPath()
+	if fi, err := os.Stat(path); err == nil && fi.Size() == o.cfg.DiskHeadroom {
+		o.ballast.Store(true)
+		o.outOfSpace.Store(false)
+		return
+	}
+	err := allocateFile(path, o.cfg.DiskHeadroom)
+	switch {
+	case err == nil:
+		o.ballast.Store(true)
+		if o.outOfSpace.Swap(false) {
+			o.log.Info("outbox ballast allocated again: the disk has room", "path", path)
+		}
+	case errors.Is(err, syscall.ENOSPC):
+		o.outOfSpace.Store(true)
+	default:
+		o.log.Debug("outbox ballast not allocated", "path", path, "err", err)
+	}
+}
+
+// releaseBallast frees the ballast's space for a commit that met ENOSPC;
+// from then on, until the ballast is back, the file system's free space
+// is not believed.
+func (o *Outbox) releaseBallast() {
+	o.outOfSpace.Store(true)
+	if !o.ballast.Swap(false) {
+		return
+	}
+	if err := os.Remove(o.ballastPath()); err != nil {
+		o.log.Warn("outbox ballast not removed", "path", o.ballastPath(), "err", err)
+	}
 }

@@ -35,7 +35,7 @@ func (o *Outbox) compactLocked() (bool, error) {
 	}
 	// The copy needs the live part of the file again on the same disk; on
 	// a full disk it would fail, and Open with it.
-	if avail, live := fsFree(o.cfg.Path), fi.Size()-free; avail >= 0 && avail < live+o.cfg.DiskHeadroom {
+	if avail, live := freeSpace(o.cfg.Path), fi.Size()-free; avail >= 0 && avail < live+o.cfg.DiskHeadroom {
 		o.log.Warn("outbox not compacted: the copy would not fit on the disk", "path", o.cfg.Path, "live_bytes", live, "fs_free_bytes", avail)
 		return false, nil
 	}

@@ -20,7 +20,9 @@ type Config struct {
 	// pages and the file system's free space minus DiskHeadroom, halved for
 	// bbolt's copy-on-write), so a full disk drops the oldest telemetry
 	// and reports it instead of failing the commit with ENOSPC. The
-	// headroom is what a single commit may take beyond that estimate.
+	// headroom is what a single commit may take beyond that estimate. It
+	// is also the size of the ballast file kept beside the outbox file
+	// (<Path>.ballast), freed only when a commit meets ENOSPC.
 	// Default 1 MiB.
 	DiskHeadroom int64
 	// EventReserve is the part of MaxBytes telemetry may never use, kept for

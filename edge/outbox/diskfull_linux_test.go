@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -177,4 +180,58 @@ func testDiskFilledByOthers(t *testing.T, headroom int64) {
 		f.feed(t, 10, 500)
 	}
 	f.check(t, ReasonDiskCap)
+}
+
+// squeezeCounter counts the outbox's "no space left" squeezes: the log
+// line of the ENOSPC retry path (Outbox.squeeze).
+type squeezeCounter struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (h squeezeCounter) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "no space left on the disk: dropped") {
+		h.n.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h squeezeCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return squeezeCounter{h.Handler.WithAttrs(as), h.n}
+}
+
+func (h squeezeCounter) WithGroup(name string) slog.Handler {
+	return squeezeCounter{h.Handler.WithGroup(name), h.n}
+}
+
+// TestCommitOutOfSpaceDropsOldestTelemetryAndRetries plays a file system
+// that overstates its free space (statfs says a terabyte is free on a
+// 4 MiB tmpfs), so the budget never lowers the cap and commits run into
+// ENOSPC: the path the budget cannot foresee. Each such commit must be
+// retried after a squeeze (the oldest telemetry dropped and reported in a
+// transaction of its own), so every Append still succeeds, which is what
+// lets the bridge keep acknowledging the MCU; the drop reports account
+// exactly for the seqs that went, and no event is lost. Before the ballast
+// the squeeze itself met ENOSPC (it writes pages too) and the append
+// failed.
+func TestCommitOutOfSpaceDropsOldestTelemetryAndRetries(t *testing.T) {
+	dir := smallDisk(t, 4<<20)
+	orig := freeSpace
+	freeSpace = func(string) int64 { return 1 << 40 }
+	t.Cleanup(func() { freeSpace = orig })
+	var squeezes atomic.Int64
+	log := slog.New(squeezeCounter{testLogger(t).Handler(), &squeezes})
+	o := openTest(t, Config{Path: filepath.Join(dir, "outbox.db"), MaxBytes: 64 << 20, TelemetryTTL: -1, Logger: log})
+	f := newFeeder(o, "bowl-a", "bowl-b")
+	f.feed(t, 240, 500) // 12 MiB of records on a 4 MiB disk
+	s := f.check(t, ReasonDiskCap)
+	if squeezes.Load() == 0 {
+		t.Fatalf("no commit met ENOSPC (budget %+v); the test did not reach the retry path", s.Budget)
+	}
+	// After ENOSPC the file system's word is not taken: the cap keeps the
+	// file within what it holds, so later commits need no squeeze.
+	if !s.Budget.OutOfSpace || !s.Budget.DiskLimited || s.Budget.BallastBytes != 0 {
+		t.Errorf("Stats().Budget = %+v; want out of space, disk limited, no ballast (nowhere to put it)", s.Budget)
+	}
+	t.Logf("%d commits met ENOSPC and were retried after a squeeze", squeezes.Load())
 }

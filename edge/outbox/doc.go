@@ -40,8 +40,10 @@
 // ([Budget]; docs/disk-budget.md): the stored bytes plus half of what the
 // file can still grow into (its free pages, the blocks reserved for it with
 // fallocate, the file system's free space from statfs, minus
-// [Config.DiskHeadroom]). A commit that hits ENOSPC all the same is retried
-// once after a transaction that drops the oldest telemetry.
+// [Config.DiskHeadroom]). A commit that hits ENOSPC all the same frees a
+// ballast file of DiskHeadroom bytes kept beside the outbox file and is
+// retried once after a transaction that drops the oldest telemetry; until
+// the ballast is back, the file system's free space is taken as zero.
 // Telemetry may use the cap minus [Config.EventReserve] (scaled down with
 // the cap); when it would exceed that, or the whole file would exceed the
 // cap, the oldest telemetry is dropped and a bowl.telemetry_dropped event

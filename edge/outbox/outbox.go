@@ -48,6 +48,11 @@ type Outbox struct {
 	// reservedEnd is the end of the disk blocks reserve allocated to the
 	// file (0: none yet, or the file was rewritten).
 	reservedEnd atomic.Int64
+	// ballast: the ballast file (ballastPath) holds DiskHeadroom bytes.
+	// outOfSpace: a commit met ENOSPC, or the ballast could not be made
+	// for lack of space, since the ballast was last in place; the file
+	// system's free space is then not believed (Budget.OutOfSpace).
+	ballast, outOfSpace atomic.Bool
 
 	// The age clock (see Config.Elapsed): ageBase as stored in the file
 	// at Open, plus the monotonic time since then.
@@ -116,6 +121,7 @@ func Open(cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o.reserve()
+	o.keepBallast()
 	o.startWriter()
 	return o, nil
 }

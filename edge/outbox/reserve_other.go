@@ -8,3 +8,8 @@ import "errors"
 func preallocate(string, int64, int64) error {
 	return errors.New("fallocate: not on this platform")
 }
+
+// allocateFile is not available: the outbox keeps no ballast.
+func allocateFile(string, int64) error {
+	return errors.New("fallocate: not on this platform")
+}

@@ -66,9 +66,12 @@ func (o *Outbox) commit(batch []*op) {
 	errs, drops, added, entries, err := o.commitOnce(batch)
 	if errors.Is(err, syscall.ENOSPC) {
 		// The budget was not enough: the disk filled faster than it
-		// predicted (another writer on it, or a commit larger than the
-		// headroom). Make room in a transaction of its own, whose pages
-		// the retry can reuse, then retry once.
+		// predicted (another writer on it, a commit larger than the
+		// headroom, a file system that overstates its free space). Free
+		// the ballast so the squeeze has blocks to write its pages into,
+		// make room in a transaction of its own, whose pages the retry
+		// can reuse, then retry once.
+		o.releaseBallast()
 		if serr := o.squeeze(); serr != nil {
 			o.log.Error("outbox commit failed: no space left on the disk, and dropping telemetry to make room failed too", "path", o.cfg.Path, "err", serr)
 		} else {
@@ -77,6 +80,7 @@ func (o *Outbox) commit(batch []*op) {
 	}
 	if err == nil {
 		o.reserve()
+		o.keepBallast()
 	}
 	o.mu.RUnlock()
 	if err == nil {

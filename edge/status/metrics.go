@@ -18,6 +18,7 @@ type Metrics struct {
 	published   *prometheus.CounterVec
 	acked       *prometheus.CounterVec
 	pubackSecs  prometheus.Histogram
+	pubackLate  *prometheus.CounterVec
 	connected   prometheus.Gauge
 	connections prometheus.Counter
 	cloudAcks   *prometheus.CounterVec
@@ -35,12 +36,13 @@ func NewMetrics(reg prometheus.Registerer, stats func() (outbox.Stats, error)) *
 		published:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_mqtt_published_total", Help: "MQTT messages published."}, []string{"lane"}),
 		acked:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_mqtt_acked_records_total", Help: "Records acknowledged by PUBACK and removed from the outbox."}, []string{"lane"}),
 		pubackSecs:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bowline_edge_mqtt_puback_seconds", Help: "Publish to PUBACK latency.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		pubackLate:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_mqtt_puback_timeouts_total", Help: "Publishes that got no PUBACK within the deadline; each ended its session."}, []string{"lane"}),
 		connected:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "bowline_edge_mqtt_connected", Help: "1 while connected to the broker."}),
 		connections: prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_edge_mqtt_connections_total", Help: "Successful MQTT connections."}),
 		cloudAcks:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_edge_cloud_acks_total", Help: "Cloud telemetry acknowledgements received (wire v2), applied or not (another outbox, undecodable)."}, []string{"result"}),
 		cloudAcked:  prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_edge_cloud_acked_records_total", Help: "Telemetry records removed from the outbox on a cloud acknowledgement (wire v2)."}),
 	}
-	reg.MustRegister(m.appended, m.commits, m.commitSecs, m.dropped, m.published, m.acked, m.pubackSecs, m.connected, m.connections, m.cloudAcks, m.cloudAcked)
+	reg.MustRegister(m.appended, m.commits, m.commitSecs, m.dropped, m.published, m.acked, m.pubackSecs, m.pubackLate, m.connected, m.connections, m.cloudAcks, m.cloudAcked)
 	for _, l := range outbox.Lanes {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bowline_edge_outbox_backlog", Help: "Records pending in the outbox.", ConstLabels: prometheus.Labels{"lane": l.String()}}, func() float64 {
 			s, err := stats()
@@ -97,6 +99,7 @@ func (m *Metrics) ForwardHooks() forward.Hooks {
 			m.acked.WithLabelValues(lane.String()).Add(float64(n))
 			m.pubackSecs.Observe(rtt.Seconds())
 		},
+		PubackTimeout: func(lane outbox.Lane) { m.pubackLate.WithLabelValues(lane.String()).Inc() },
 		CloudAck: func(applied bool, removed int) {
 			result := "ignored"
 			if applied {

@@ -30,6 +30,7 @@ func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, func() (outbox.Stats, error) { return outbox.Stats{Events: outbox.LaneStats{Records: 3}}, nil })
 	m.ForwardHooks().Connection(true)
+	m.ForwardHooks().PubackTimeout(outbox.Events)
 	now := time.Now()
 	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: reg, Report: func(context.Context) (Report, error) {
 		return Report{Tenant: "t1", Lanes: LaneReports{Events: LaneFrom(outbox.LaneStats{Records: 3, Oldest: now.Add(-time.Minute)}, now)}}, nil
@@ -55,7 +56,8 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("/status events lane = %+v; want backlog 3, oldest 60s", rep.Lanes.Events)
 	}
 	_, metrics := get(t, base+"/metrics")
-	for _, want := range []string{`bowline_edge_outbox_backlog{lane="events"} 3`, "bowline_edge_mqtt_connected 1"} {
+	for _, want := range []string{`bowline_edge_outbox_backlog{lane="events"} 3`, "bowline_edge_mqtt_connected 1",
+		`bowline_edge_mqtt_puback_timeouts_total{lane="events"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
 		}

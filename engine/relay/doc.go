@@ -13,10 +13,13 @@
 //
 // A shard's position is checkpointed durably in the inbox table (one row per
 // pipe and shard, pk RELAY#<pipe>#<stream ARN>#<shard>) and only after SQS
-// accepted every message up to it. A relay killed at any moment therefore
-// resends, on restart, at most the page it was working on: duplicates are
-// possible (the FIFO deduplication id absorbs them for five minutes),
-// losses are not.
+// accepted every message up to it. A shard's reader reads ahead of its
+// sends (up to readAhead messages) and fills each batch with the first
+// unsent message of up to ten groups, so one tenant's burst, which goes one
+// message per call, does not hold the other tenants' messages behind it. A
+// relay killed at any moment therefore resends, on restart, at most what it
+// had read past its checkpoint: duplicates are possible (the FIFO
+// deduplication id absorbs them for five minutes), losses are not.
 //
 // A record the filter accepts but the transform cannot resolve (a path that
 // is absent, or not a string where a string is needed) is logged at error

@@ -248,54 +248,82 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 	if err != nil {
 		return err
 	}
+	// Reading runs ahead of sending (up to readAhead messages): the
+	// records read wait in b, each batch takes the first pending message
+	// of up to ten groups, and the checkpoint follows the records sent
+	// without a gap. A new read is made at once while reads return
+	// records, else every PollInterval, also while a backlog is being
+	// sent, so a record written during one tenant's burst joins the next
+	// batch instead of waiting for the burst.
+	var b backlog
+	readSeq := cp.Sequence // the last record read
+	more := true           // the last read returned records
+	gone := false
+	var lastRead, lastSave time.Time
 	for failures := 0; ; {
-		if iter == "" {
+		if iter == "" && len(b.recs) == 0 {
 			break
 		}
-		out, err := r.cfg.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iter), Limit: aws.Int32(1000)})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			var expired *streamtypes.ExpiredIteratorException
-			var gone *streamtypes.ResourceNotFoundException
-			switch {
-			case errors.As(err, &expired):
-				log.Info("shard iterator expired; renewing from checkpoint", "seq", cp.Sequence)
-			case errors.As(err, &gone):
-				log.Warn("shard is gone", "err", err)
-				return nil
-			default:
-				failures++
-				log.Warn("get records failed; retrying", "err", err)
-				if err := retry.Wait(ctx, failures); err != nil {
+		if iter != "" && len(b.pending) < readAhead && (more || time.Since(lastRead) >= r.cfg.PollInterval) {
+			out, err := r.cfg.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(iter), Limit: aws.Int32(1000)})
+			lastRead = time.Now()
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				var expired *streamtypes.ExpiredIteratorException
+				var notFound *streamtypes.ResourceNotFoundException
+				switch {
+				case errors.As(err, &expired):
+					log.Info("shard iterator expired; renewing after the last record read", "seq", readSeq)
+				case errors.As(err, &notFound):
+					log.Warn("shard is gone", "err", err)
+					iter, gone = "", true
+					continue
+				default:
+					failures++
+					log.Warn("get records failed; retrying", "err", err)
+					if err := retry.Wait(ctx, failures); err != nil {
+						return err
+					}
+				}
+				if iter, err = r.iterator(ctx, shard, readSeq); err != nil {
 					return err
 				}
+				continue
 			}
-			if iter, err = r.iterator(ctx, shard, cp.Sequence); err != nil {
-				return err
+			failures = 0
+			more = len(out.Records) > 0
+			if more {
+				if err := r.forward(ctx, shard, &b, out.Records); err != nil {
+					return err
+				}
+				readSeq = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
 			}
-			continue
+			iter = aws.ToString(out.NextShardIterator)
 		}
-		failures = 0
-		if n := len(out.Records); n > 0 {
-			if err := r.forward(ctx, shard, out.Records); err != nil {
-				return err
-			}
-			cp.Sequence = aws.ToString(out.Records[n-1].Dynamodb.SequenceNumber)
-			if err := r.saveCheckpoint(ctx, shard, cp); err != nil {
-				return err
-			}
-		}
-		if out.NextShardIterator == nil {
-			break
-		}
-		iter = *out.NextShardIterator
-		if len(out.Records) == 0 {
-			if err := backoff.Sleep(ctx, r.cfg.PollInterval); err != nil {
+		if len(b.pending) > 0 {
+			if err := r.sendNext(ctx, &b); err != nil {
 				return err
 			}
 		}
+		if seq := b.advance(); seq != "" {
+			cp.Sequence = seq
+			if len(b.recs) == 0 || time.Since(lastSave) >= checkpointEvery {
+				if err := r.saveCheckpoint(ctx, shard, cp); err != nil {
+					return err
+				}
+				lastSave = time.Now()
+			}
+		}
+		if len(b.pending) == 0 && iter != "" && !more {
+			if err := backoff.Sleep(ctx, r.cfg.PollInterval-time.Since(lastRead)); err != nil {
+				return err
+			}
+		}
+	}
+	if gone {
+		return r.saveCheckpoint(ctx, shard, cp)
 	}
 	cp.Closed = true
 	log.Info("shard closed and fully relayed", "seq", cp.Sequence)
@@ -354,16 +382,21 @@ func (r *Relay) iterator(ctx context.Context, shard, seq string) (string, error)
 	}
 }
 
-// forward filters and transforms records and sends what remains.
-func (r *Relay) forward(ctx context.Context, shard string, records []streamtypes.Record) error {
-	var msgs []Message
+// forward filters and transforms records and adds them to the shard's
+// backlog, in stream order, to be sent.
+func (r *Relay) forward(ctx context.Context, shard string, b *backlog, records []streamtypes.Record) error {
 	filtered := 0
-	var newest time.Time
+	defer func() { r.obs.Filtered(filtered) }()
 	for _, rec := range records {
+		seq := ""
+		if rec.Dynamodb != nil {
+			seq = aws.ToString(rec.Dynamodb.SequenceNumber)
+		}
 		v, err := RecordValue(rec, r.cfg.StreamARN)
 		if err != nil {
 			r.obs.TransformFailed()
 			r.log.Error("record does not convert; not forwarded", "err", err)
+			b.skip(seq)
 			continue
 		}
 		msg, ok, err := r.pipe.Transform(v)
@@ -371,23 +404,17 @@ func (r *Relay) forward(ctx context.Context, shard string, records []streamtypes
 		case err != nil:
 			r.obs.TransformFailed()
 			r.log.Error("transform failed; record not forwarded", "err", err)
+			b.skip(seq)
 			continue
 		case !ok:
 			filtered++
+			b.skip(seq)
 			continue
 		}
 		msg.Shard = shard
-		if msg.Created.After(newest) {
-			newest = msg.Created
+		if err := r.admit(ctx, b, []Message{msg}); err != nil {
+			return err
 		}
-		msgs = append(msgs, msg)
-	}
-	r.obs.Filtered(filtered)
-	if err := r.send(ctx, msgs); err != nil {
-		return err
-	}
-	if !newest.IsZero() {
-		r.obs.Lag(time.Since(newest))
 	}
 	return nil
 }

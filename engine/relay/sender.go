@@ -34,6 +34,7 @@ const (
 type outgoing struct {
 	Message
 	refused int
+	done    bool // accepted by SQS, or a dead letter
 }
 
 // send delivers msgs, which are in stream order, and returns once SQS
@@ -53,37 +54,14 @@ type outgoing struct {
 // (network, throttling, server error) is retried without limit, since it
 // says nothing about the records.
 func (r *Relay) send(ctx context.Context, msgs []Message) error {
-	pending := make([]*outgoing, 0, len(msgs))
-	for _, m := range msgs {
-		if !m.Created.IsZero() && time.Since(m.Created) > Failure.MaxRecordAge {
-			if err := r.deadLetter(ctx, m, ConditionRecordAgeExceeded, "record is older than "+Failure.MaxRecordAge.String(), 0); err != nil {
-				return err
-			}
-			continue
-		}
-		if p := bodyProblem(m.Body, MaxMessageBytes); p != "" {
-			if err := r.deadLetter(ctx, m, ConditionUnsendable, p, 0); err != nil {
-				return err
-			}
-			continue
-		}
-		pending = append(pending, &outgoing{Message: m})
+	var b backlog
+	if err := r.admit(ctx, &b, msgs); err != nil {
+		return err
 	}
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt > 0 {
-			if err := r.backoff.Wait(ctx, attempt); err != nil {
-				return err
-			}
-		}
-		batch := nextBatch(pending)
-		done, failed, err := r.sendBatch(ctx, batch)
-		if err != nil {
+	for len(b.pending) > 0 {
+		if err := r.sendNext(ctx, &b); err != nil {
 			return err
 		}
-		if !failed {
-			attempt = -1 // the next batch starts afresh
-		}
-		pending = remove(pending, done)
 	}
 	return nil
 }

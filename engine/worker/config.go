@@ -77,6 +77,9 @@ const (
 	DefaultMaxRunTime = 2 * time.Minute
 	// DefaultMaxInFlight is Config.MaxInFlight's default.
 	DefaultMaxInFlight = 100
+	// DefaultMaxParked is Config.MaxParked's default, in multiples of
+	// MaxInFlight.
+	DefaultMaxParked = 10
 	// DefaultInfraBackoffBase and DefaultInfraBackoffMax are the defaults
 	// of Config.InfraBackoffBase and InfraBackoffMax.
 	DefaultInfraBackoffBase = 250 * time.Millisecond
@@ -141,6 +144,14 @@ type Config struct {
 	// behind an earlier message of their group. Pollers receive only while
 	// there is room. Default DefaultMaxInFlight; at least MaxMessages.
 	MaxInFlight int
+	// MaxParked bounds the messages held, beyond MaxInFlight, by lanes
+	// that wait to retry a failed handler in place: such a lane moves its
+	// message and the ones queued behind it off their slots while it
+	// waits (when they fit), so a few tenants whose heads keep failing do
+	// not fill the pool and hold up the others. Default DefaultMaxParked
+	// times MaxInFlight; every held message, parked or not, has its
+	// visibility kept.
+	MaxParked int
 	// MaxRunTime is the longest one handler run may take. At MaxRunTime
 	// the handler's context is cancelled with cause ErrRunTimeExceeded and
 	// its error counts as a retryable failure (or, on the last allowed
@@ -194,7 +205,7 @@ func (c Config) Validate() error {
 	case c.WaitTime < 0 || c.WaitTime > 20*time.Second:
 		return fmt.Errorf("worker config: WaitTime %v not in 0-20s", c.WaitTime)
 	case c.Lease < 0 || c.Heartbeat < 0 || c.RetryDelay < 0 || c.Pollers < 0 || c.MaxReceiveCount < 0 ||
-		c.MaxInFlight < 0 || c.MaxRunTime < 0 || c.InfraBackoffBase < 0 || c.InfraBackoffMax < 0 ||
+		c.MaxInFlight < 0 || c.MaxParked < 0 || c.MaxRunTime < 0 || c.InfraBackoffBase < 0 || c.InfraBackoffMax < 0 ||
 		c.MaxAttempts < 0 || c.RetryBackoffBase < 0 || c.RetryBackoffMax < 0:
 		return errors.New("worker config: negative value")
 	case c.MaxInFlight != 0 && c.MaxInFlight < max(c.MaxMessages, 1):
@@ -244,6 +255,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = max(DefaultMaxInFlight, c.MaxMessages)
+	}
+	if c.MaxParked == 0 {
+		c.MaxParked = DefaultMaxParked * c.MaxInFlight
 	}
 	if c.MaxRunTime == 0 {
 		c.MaxRunTime = DefaultMaxRunTime

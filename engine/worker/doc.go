@@ -12,7 +12,9 @@
 // another or the next receive. The subscriptions of one event run
 // concurrently, each with its own inbox row. Events of one group are
 // handled strictly in order: a failed handler is retried in place with
-// the rest of its lane held behind it; a message given back unfinished
+// the rest of its lane held behind it (on parked places, MaxParked, so
+// the lane leaves its slots to other groups while it waits); a message
+// given back unfinished
 // stays in flight for its retry delay and the rest of its lane is given
 // back, and SQS, which locks a FIFO group while any of its messages is in
 // flight, hands them out again only after it. docs/delivery.md has the

@@ -103,7 +103,10 @@ func (w *Worker) handleMessage(ctx context.Context, m *message) bool {
 			break
 		}
 		delay := w.handlerRetry.Delay(round)
-		log.Info("retrying in place", "round", round+1, "retry_in", delay)
+		// While it waits, the lane holds parked places, not slots: other
+		// groups are received meanwhile (MaxParked).
+		parked := w.pool.park(m)
+		log.Info("retrying in place", "round", round+1, "retry_in", delay, "parked", parked)
 		if backoff.Sleep(w.stopping, delay) != nil {
 			// Run is stopping: the rows are released, the next receive
 			// (this worker's or another's) continues their attempt count.

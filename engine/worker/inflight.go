@@ -32,6 +32,9 @@ type message struct {
 	// gone: the message left the pool (deleted, given back or abandoned);
 	// its slot is free again.
 	gone bool
+	// parked: its lane waits to retry a failed handler, and it holds a
+	// parked place (pool.parked) instead of a slot.
+	parked bool
 }
 
 // lane is one message group's queue in this worker: the messages of that
@@ -52,10 +55,44 @@ type pool struct {
 	lanes map[string]*lane
 	slots chan struct{}
 	wg    sync.WaitGroup // lane goroutines
+	// parked counts the messages of lanes waiting to retry a failed
+	// handler, which hold no slot; at most maxParked.
+	parked, maxParked int
 }
 
-func newPool(maxInFlight int) *pool {
-	return &pool{msgs: map[string]*message{}, lanes: map[string]*lane{}, slots: make(chan struct{}, maxInFlight)}
+func newPool(maxInFlight, maxParked int) *pool {
+	return &pool{msgs: map[string]*message{}, lanes: map[string]*lane{}, slots: make(chan struct{}, maxInFlight), maxParked: maxParked}
+}
+
+// park moves m and the messages queued behind it in its lane from their
+// slots to parked places, when there is room for all of them: a lane that
+// waits to retry its head in place then leaves its slots to the pollers,
+// so other groups keep being received while it waits. It reports whether
+// it parked them.
+func (p *pool) park(m *message) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m.gone || m.parked {
+		return m.parked
+	}
+	held := append([]*message{m}, m.lane.queue...)
+	n := 0
+	for _, q := range held {
+		if !q.parked && !q.gone {
+			n++
+		}
+	}
+	if p.parked+n > p.maxParked {
+		return false
+	}
+	for _, q := range held {
+		if !q.parked && !q.gone {
+			q.parked = true
+			p.parked++
+			<-p.slots
+		}
+	}
+	return true
 }
 
 // acquire blocks until at least one slot is free (or ctx ends, returning
@@ -176,6 +213,10 @@ func (p *pool) doneLocked(m *message) bool {
 	m.gone = true
 	if p.msgs[m.id] == m {
 		delete(p.msgs, m.id)
+	}
+	if m.parked {
+		p.parked--
+		return true
 	}
 	<-p.slots
 	return true

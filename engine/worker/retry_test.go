@@ -157,3 +157,67 @@ func TestRetryBudgetWithinHold(t *testing.T) {
 		t.Errorf("100 x (2m + 2m): Validate = %v; want ErrRetryPastHold", err)
 	}
 }
+
+// TestFailingHeadDoesNotHoldOtherTenants: a lane that retries its head in
+// place leaves its slots to the pollers while it waits. With MaxInFlight
+// 10, tenant A's ten events fill the pool and A's head fails three times;
+// tenant B's event, sent after them, must run while A's head is still
+// failing, not after A's whole lane (before parking it ran last: the pool
+// stayed full of A's held lane until A was done).
+func TestFailingHeadDoesNotHoldOtherTenants(t *testing.T) {
+	const failures = 3
+	h := newDoubleHarness(t, 3*time.Second, 10)
+	a, b := h.tenant+"a", h.tenant+"b"
+	var mu sync.Mutex
+	var runs []string
+	headRuns := 0
+	for seq := uint64(1); seq <= 10; seq++ {
+		h.send(enginetest.Envelope(t, a, "bowl.food_low", seq, nil))
+	}
+	h.send(enginetest.Envelope(t, b, "bowl.food_low", 1, nil))
+	h.start([]engine.Subscription{durable("notify_owner", "bowl.*", func(_ context.Context, env engine.Envelope) error {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, fmt.Sprintf("%s%d", env.Tenant[len(env.Tenant)-1:], env.Seq))
+		if env.Tenant == a && env.Seq == 1 && headRuns < failures {
+			headRuns++
+			return fmt.Errorf("push provider 503 (run %d)", headRuns)
+		}
+		return nil
+	})}, func(c *Config) {
+		c.MaxInFlight = 10
+		c.MaxAttempts = failures + 1
+		c.RetryBackoffBase, c.RetryBackoffMax = 300*time.Millisecond, 300*time.Millisecond
+	})
+	h.waitFor("every message deleted", func() bool {
+		for _, m := range h.double.Messages(h.q.URL) {
+			if !m.Deleted {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	firstB, lastAHead := -1, -1
+	for i, r := range runs {
+		switch r {
+		case "b1":
+			firstB = i
+		case "a1":
+			lastAHead = i
+		}
+	}
+	if firstB < 0 || firstB > lastAHead {
+		t.Errorf("runs = %v; want b1 before a1's last (successful) run: tenant b must not wait for a's failing head", runs)
+	}
+	var aRuns []string
+	for _, r := range runs {
+		if r[0] == 'a' {
+			aRuns = append(aRuns, r)
+		}
+	}
+	if got, want := fmt.Sprint(aRuns), "[a1 a1 a1 a1 a2 a3 a4 a5 a6 a7 a8 a9 a10]"; got != want {
+		t.Errorf("tenant a runs = %s; want %s", got, want)
+	}
+}

@@ -70,7 +70,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// left, so one failed extension still leaves time for the next.
 	w.margin = max(vis/3, 2*w.cfg.Heartbeat)
 	w.tick = min(w.cfg.Heartbeat, w.margin/2)
-	w.pool = newPool(w.cfg.MaxInFlight)
+	w.pool = newPool(w.cfg.MaxInFlight, w.cfg.MaxParked)
 	w.deletes = make(chan *message, w.cfg.MaxInFlight)
 	w.stopping = ctx
 

@@ -68,7 +68,7 @@ func (n Names) InboxTable() string { return n.name("inbox") }
 func (n Names) DeadLettersTable() string { return n.name("dead_letters") }
 
 // AppTable holds business rows: ORDER# (cloud/api), DEVICE# (cloud/devices),
-// SEQ# (cloud/ingest), PET# and CONTACT# (cloud/subscribers). pk and sk,
+// SEQ# (cloud/ingest), PET#, CONTACT# and FAULT# (cloud/subscribers). pk and sk,
 // stream (the record-change lane), no TTL.
 func (n Names) AppTable() string { return n.name("app") }
 

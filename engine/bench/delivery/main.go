@@ -8,6 +8,12 @@
 // queue has, and reports the pipeline's rate as a share of it.
 //
 //	go run ./engine/bench/delivery [--events 400] [--tenants 20] [--pollers 4] [--json]
+//	go run ./engine/bench/delivery --flood 3000 [--pollers 4] [--json]
+//	go run ./engine/bench/delivery --failing-head [--events 400] [--tenants 20] [--head-failures 4] [--second-failures 1] [--retry-spacing 1s] [--json]
+//
+// --failing-head measures instead delivery under failing heads, retry in
+// place beside the old give-back rule (failinghead.go); --flood N another
+// tenant's event latency while one tenant floods (flood.go).
 //
 // Latency is from the relay's send of an event's message (just before its
 // SendMessageBatch call) to the last of its four handlers done. All events
@@ -125,6 +131,11 @@ func run(args []string, stdout io.Writer) error {
 	tenants := fs.Int("tenants", 20, "tenants (FIFO message groups)")
 	pollers := fs.Int("pollers", 4, "worker receive loops")
 	asJSON := fs.Bool("json", false, "print JSON")
+	failing := fs.Bool("failing-head", false, "measure delivery under failing heads instead: each tenant's first event fails, retry in place beside the old give-back rule, on the SQS FIFO double")
+	headFailures := fs.Int("head-failures", 4, "with --failing-head: retryable failures of each tenant's first event (below the attempt budget, 5)")
+	secondFailures := fs.Int("second-failures", 1, "with --failing-head: retryable failures of each tenant's second event")
+	floodN := fs.Int("flood", 0, "measure instead another tenant's event latency while one tenant floods N events (relay + worker, local stack), beside the same event at rest")
+	spacing := fs.Duration("retry-spacing", time.Second, "with --failing-head: time between attempts, for both consumers (whole seconds)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -138,6 +149,15 @@ func run(args []string, stdout io.Writer) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
+	if *floodN > 0 {
+		return floodMode(ctx, stdout, *floodN, *pollers, *asJSON)
+	}
+	if *failing {
+		if *headFailures < 0 || *secondFailures < 0 || *spacing < time.Second || *spacing%time.Second != 0 {
+			return fmt.Errorf("--head-failures and --second-failures must not be negative, --retry-spacing whole seconds of at least 1s")
+		}
+		return failingHeadMode(ctx, stdout, *events, *tenants, *headFailures, *secondFailures, *spacing, *asJSON)
+	}
 
 	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}}, "bench")
 	if err != nil {
@@ -212,6 +232,61 @@ func run(args []string, stdout io.Writer) error {
 	for _, op := range ops {
 		fmt.Fprintf(stdout, "    %-34s %6.2f\n", op, res.CallsByOperation[op])
 	}
+	return nil
+}
+
+func floodMode(ctx context.Context, stdout io.Writer, n, pollers int, asJSON bool) error {
+	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB, localstack.SQS}}, "bench")
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	res, err := flood(ctx, stack.Names, stack.AWS, n, pollers)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, "bench delivery --flood %d: another tenant's event, write -> handler done, relay + worker (%d pollers, local stack)\n", n, pollers)
+	fmt.Fprintf(stdout, "  at rest                 p50 %6.0f ms  max %6.0f ms  (%d events)\n", res.AtRest.P50, res.AtRest.Max, res.AtRest.N)
+	fmt.Fprintf(stdout, "  during the flood        p50 %6.0f ms  max %6.0f ms  (%d events)\n", res.DuringFlood.P50, res.DuringFlood.Max, res.DuringFlood.N)
+	fmt.Fprintf(stdout, "  the flood's own events  p50 %6.0f ms  p99 %6.0f ms  (%d events, all handled %.1fs after the first write)\n", res.FloodEvents.P50, res.FloodEvents.P99, res.FloodEvents.N, res.FloodSeconds)
+	return nil
+}
+
+func failingHeadMode(ctx context.Context, stdout io.Writer, events, tenants, headFailures, secondFailures int, spacing time.Duration, asJSON bool) error {
+	stack, err := localstack.StartScratch(ctx, localstack.Config{Services: []localstack.Service{localstack.DynamoDB}}, "bench")
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	ddb := dynamodb.NewFromConfig(stack.AWS, awsenv.DynamoDBOptions)
+	res, err := failingHead(ctx, stack.Names, ddb, ddb, events, tenants, headFailures, secondFailures, spacing)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintf(stdout, "bench delivery --failing-head: %d events over %d tenants (%d per group); each tenant's event 1 fails %d times, event 2 %d; %v between attempts; SQS FIFO double, inbox on DynamoDB Local\n",
+		res.Events, res.Tenants, max(1, events/tenants), res.HeadFailures, res.SecondFailures, spacing)
+	fmt.Fprintf(stdout, "  %-34s %14s %14s\n", "", "retry in place", "give back")
+	row := func(name string, f func(FailingHeadRun) string) {
+		fmt.Fprintf(stdout, "  %-34s %14s %14s\n", name, f(res.RetryInPlace), f(res.GiveBack))
+	}
+	row("queue maxReceiveCount", func(r FailingHeadRun) string { return fmt.Sprint(r.MaxReceiveCount) })
+	row("send -> handler done p50 (ms)", func(r FailingHeadRun) string { return fmt.Sprintf("%.0f", r.Latency.P50) })
+	row("send -> handler done p99 (ms)", func(r FailingHeadRun) string { return fmt.Sprintf("%.0f", r.Latency.P99) })
+	row("receives per event", func(r FailingHeadRun) string { return fmt.Sprintf("%.2f", r.ReceivesPerEvent) })
+	row("receives per waiting event", func(r FailingHeadRun) string { return fmt.Sprintf("%.2f", r.WaitingReceives) })
+	row("ReceiveMessage calls", func(r FailingHeadRun) string { return fmt.Sprint(r.ReceiveCalls) })
+	row("events dead / in the DLQ", func(r FailingHeadRun) string { return fmt.Sprintf("%d / %d", r.Dead, r.InDLQ) })
+	row("all done in (s)", func(r FailingHeadRun) string { return fmt.Sprintf("%.1f", r.Seconds) })
 	return nil
 }
 
