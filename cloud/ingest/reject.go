@@ -137,7 +137,9 @@ func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 	// payload names them and the tenant is verified) so they are no gap.
 	in.gaps.Record(func() {
 		in.cfg.Observer.Acked(Ack{Kind: m.kind, Tenant: m.tp.Tenant, Thing: m.tp.Thing})
-		m.ack()
+		if m.ack != nil {
+			m.ack()
+		}
 	}, rejectedSeqs(m)...)
 	return nil
 }

@@ -44,7 +44,7 @@ func TestEventLogWritesOnlyInTransactions(t *testing.T) {
 		{"batch write", "dynamodb:BatchWriteItem", ev, false},
 		{"PartiQL insert", "dynamodb:PartiQLInsert", ev, false},
 	}
-	for _, role := range []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole", "EventsPipeRole", "AnchorRole", "OperatorRole"} {
+	for _, role := range []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole", "EventsPipeRole", "AnchorRole", "OperatorRole"} {
 		p, err := tpl.RolePolicy(role, env)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestEventLogWritesOnlyInTransactions(t *testing.T) {
 		}
 	}
 	// Emit's own transaction still goes through for every task role.
-	for _, role := range []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole"} {
+	for _, role := range []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole"} {
 		p, err := tpl.RolePolicy(role, env)
 		if err != nil {
 			t.Fatal(err)

@@ -21,14 +21,14 @@ type PartRoles struct {
 // make its calls in AWS. A part missing here fails the check: decide which
 // role it runs as first.
 var BowlineParts = map[string]PartRoles{
-	"ingest": {Roles: []string{"IngestTaskRole"}},
+	"ingest": {Roles: []string{"IngestRole"}},
 	"worker": {Roles: []string{"WorkerTaskRole"}},
 	"api":    {Roles: []string{"ApiTaskRole"}},
 	// `bowline api` serves the console in the same task.
 	"console": {Roles: []string{"ApiTaskRole"}},
 	// In `bowline dev` ingest, the worker and the API share one engine;
 	// each of their tasks makes the engine's own calls in AWS.
-	"engine":               {Roles: []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole"}},
+	"engine":               {Roles: []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole"}},
 	"relay:events":         {Roles: []string{"EventsPipeRole"}},
 	"relay:record-changes": {Roles: []string{"RecordChangesPipeRole"}},
 	"redrive":              {Roles: []string{"OperatorRole"}},
