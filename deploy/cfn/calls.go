@@ -35,6 +35,7 @@ var BowlineParts = map[string]PartRoles{
 	"dead-letters":         {Roles: []string{"OperatorRole"}},
 	"devices":              {Roles: []string{"OperatorRole"}},
 	"verify-chain":         {Roles: []string{"OperatorRole"}},
+	"rule-errors":          {Roles: []string{"OperatorRole"}},
 	"anchor":               {Roles: []string{"AnchorRole"}},
 	// In AWS the topic rules' Kinesis and SQS actions run as
 	// TelemetryRuleRole with kinesis:PutRecord; the stand-in batches with
