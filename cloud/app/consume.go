@@ -7,6 +7,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/eventsource"
+	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/cloud/iotdata"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 )
@@ -17,16 +18,31 @@ import (
 // what it gives up on in telemetry-consumer-dlq. tune, when not nil,
 // adjusts the config before it is validated.
 func (a *App) EventSource(ctx context.Context, h eventsource.Handler, tune func(*eventsource.Config)) (*eventsource.Runner, error) {
+	return a.eventSource(ctx, eventsource.TelemetryConsumer, a.Names.TelemetryStream(), a.Names.TelemetryConsumerDLQ(), PartConsume, h, tune)
+}
+
+// EventsSource builds the local stand-in of the events stream's Lambda
+// event source mapping (eventsource.EventsConsumer): it reads the events
+// stream into h (IngestHandler), checkpoints in the inbox table and
+// describes what it gives up on in events-consumer-dlq. tune, when not
+// nil, adjusts the config before it is validated.
+func (a *App) EventsSource(ctx context.Context, h eventsource.Handler, tune func(*eventsource.Config)) (*eventsource.Runner, error) {
+	return a.eventSource(ctx, eventsource.EventsConsumer, a.Names.EventsStream(), a.Names.EventsConsumerDLQ(), PartIngest, h, tune)
+}
+
+// eventSource builds the stand-in of spec's mapping on stream, its calls
+// in AWS recorded under part (the function's role).
+func (a *App) eventSource(ctx context.Context, spec eventsource.Spec, stream, dlqName, part string, h eventsource.Handler, tune func(*eventsource.Config)) (*eventsource.Runner, error) {
 	// What Lambda's mapping does in AWS with the function's role (read the
 	// stream, send to the on-failure queue) is recorded apart from what
 	// only the stand-in does (checkpoints, the queue URL).
-	local, esm := a.Part(PartEventSource), a.Part(PartConsume)
-	dlq, err := local.QueueURL(ctx, a.Names.TelemetryConsumerDLQ())
+	local, esm := a.Part(PartEventSource), a.Part(part)
+	dlq, err := local.QueueURL(ctx, dlqName)
 	if err != nil {
-		return nil, fmt.Errorf("event source %s: %w", eventsource.TelemetryConsumer.Name, err)
+		return nil, fmt.Errorf("event source %s: %w", spec.Name, err)
 	}
 	c := eventsource.Config{
-		Spec: eventsource.TelemetryConsumer, Kinesis: esm.Kinesis, Stream: a.Names.TelemetryStream(), Handler: h,
+		Spec: spec, Kinesis: esm.Kinesis, Stream: stream, Handler: h,
 		Checkpoints: local.DynamoDB, CheckpointTable: a.Names.InboxTable(),
 		OnFailure: esm.SQS, OnFailureURL: dlq, Logger: a.Logger,
 	}
@@ -97,5 +113,17 @@ func TelemetryHandler(c *durable.Consumer) eventsource.Handler {
 			return res.BatchItemFailures[0].ItemIdentifier, nil
 		}
 		return "", nil
+	}
+}
+
+// IngestHandler adapts in to the events stream's event source handler,
+// the same function `bowline ingest` runs locally and in Lambda.
+func IngestHandler(in *ingest.Ingester) eventsource.Handler {
+	return func(ctx context.Context, recs []eventsource.Record) (string, error) {
+		rs := make([]ingest.Record, len(recs))
+		for i, r := range recs {
+			rs[i] = ingest.Record{Data: r.Data, PartitionKey: r.PartitionKey, SequenceNumber: r.SequenceNumber, ShardID: r.ShardID, ArrivalTime: r.ArrivalTime}
+		}
+		return in.HandleRecords(ctx, rs)
 	}
 }

@@ -192,9 +192,9 @@ func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.S
 	})
 }
 
-// Ingest builds MQTT ingestion of device events on the App's engine and
-// clients; cfg gives the broker, identity and tuning (its Names, DynamoDB
-// and Emitter are filled from the App).
+// Ingest builds the events consumer (cloud/ingest) on the App's engine and
+// clients; cfg gives the tuning (its Names, DynamoDB and Emitter are
+// filled from the App). Run it behind EventsSource with IngestHandler.
 func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 	a = a.Part(PartIngest)
 	cfg.Names = a.Names
@@ -206,17 +206,21 @@ func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 }
 
 // Rules builds the local stand-in for the AWS IoT topic rules
-// (cloud/rules): cfg gives the broker, identity and tuning; the stack, the
-// telemetry stream, the Kinesis and SQS clients and the rule-errors queue's
-// URL (the rules' error action) are filled from the App.
+// (cloud/rules): cfg gives the broker, identity and tuning; the stack, each
+// rule's stream (Spec.Stream), the Kinesis and SQS clients and the
+// rule-errors queue's URL (the rules' error action) are filled from the App.
 func (a *App) Rules(ctx context.Context, cfg rules.Config) (*rules.Runner, error) {
 	a = a.Part(PartRules)
-	// Every rule acts on the same stream and error queue.
+	// Every rule errors to the same queue.
 	url, err := a.QueueURL(ctx, rules.Telemetry.ErrorQueue(a.Names))
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
 	cfg.Stack, cfg.Stream = a.Names.Stack, rules.Telemetry.Stream(a.Names)
+	cfg.Streams = map[string]string{}
+	for _, s := range rules.All() {
+		cfg.Streams[s.Base] = s.Stream(a.Names)
+	}
 	cfg.Kinesis, cfg.SQS, cfg.ErrorQueueURL = a.Kinesis, a.SQS, url
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger

@@ -17,12 +17,9 @@ import (
 )
 
 // TestBrokerOutageLosesNothing: a gateway that publishes as soon as the
-// broker is back loses nothing, although Mosquitto restores the ingest's
-// persistent session without its shared subscription
-// (internal/mosquitto TestSharedSubscriptionNotRestored). The outage
-// holds the gateways' link until an ingest has subscribed again; without
-// the hold the gateway's message is PUBACKed and dropped, where AWS IoT
-// keeps a persistent session's subscriptions (docs/chaos.md, "Broker
+// broker is back loses nothing: the outage holds the gateways' link until
+// the rule stand-in has subscribed again, so an event forgotten at its
+// PUBACK always has the stand-in there to take it (docs/chaos.md, "Broker
 // outages").
 func TestBrokerOutageLosesNothing(t *testing.T) {
 	testkit.Need(t, mosquitto.Available())
@@ -35,7 +32,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 	t.Cleanup(func() { _ = broker.Close() })
 	n := newNetwork()
 	t.Cleanup(n.close)
-	ingestAddr, err := n.link("mqtt", broker.Addr())
+	rulesAddr, err := n.link("mqtt", broker.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,16 +40,16 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ingest stand-in logs its subscriptions the way bowline ingest
-	// does; the outage reads that log.
-	ing := &proc{name: "ingest-0", log: filepath.Join(dir, "ingest-0.log")}
-	r := &run{broker: broker, net: n, procs: map[string]*proc{"ingest-0": ing}}
+	// The rule stand-in logs its subscriptions the way bowline rules does;
+	// the outage reads that log.
+	rs := &proc{name: procRules, log: filepath.Join(dir, procRules+".log")}
+	r := &run{broker: broker, net: n, procs: map[string]*proc{procRules: rs}}
 
 	var mu sync.Mutex
 	got := map[string]bool{}
 	received := func(p string) bool { mu.Lock(); defer mu.Unlock(); return got[p] }
-	ingest := func() paho.Client {
-		o := paho.NewClientOptions().AddBroker("tcp://" + ingestAddr).SetClientID("chaos-ingest-0").SetCleanSession(false).
+	stand := func() paho.Client {
+		o := paho.NewClientOptions().AddBroker("tcp://" + rulesAddr).SetClientID("chaos-rules").SetCleanSession(false).
 			SetAutoReconnect(false).SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
 			mu.Lock()
 			got[string(m.Payload())] = true
@@ -60,12 +57,12 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		})
 		c := paho.NewClient(o)
 		if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-			t.Fatalf("ingest connect: %v", tok.Error())
+			t.Fatalf("rule stand-in connect: %v", tok.Error())
 		}
-		if tok := c.Subscribe("$share/g/dt/#", 1, nil); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-			t.Fatalf("ingest subscribe: %v", tok.Error())
+		if tok := c.Subscribe("dt/#", 1, nil); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			t.Fatalf("rule stand-in subscribe: %v", tok.Error())
 		}
-		f, err := os.OpenFile(ing.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(rs.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +70,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		f.Close()
 		return c
 	}
-	sub := ingest()
+	sub := stand()
 	sub.Disconnect(100) // offline when the broker goes down, as after a crash
 
 	heal, err := r.brokerOutage(ctx)
@@ -113,7 +110,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // the gateway's reconnect backoff
 		}
 	}()
-	// The ingest comes back only once the gateway has had its chance.
+	// The stand-in comes back only once the gateway has had its chance.
 	var early error
 	isEarly := false
 	testkit.WaitFor(t, "a gateway attempt", time.Minute, func() bool {
@@ -125,7 +122,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 			return refused.Load() > 0
 		}
 	})
-	sub = ingest()
+	sub = stand()
 	t.Cleanup(func() { sub.Disconnect(100) })
 	if !isEarly {
 		early = <-published
@@ -134,5 +131,5 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		t.Fatalf("gateway publish: %v", early)
 	}
 	<-healed
-	testkit.WaitFor(t, "the gateway's message at the ingest", 30*time.Second, func() bool { return received("first after the outage") })
+	testkit.WaitFor(t, "the gateway's message at the rule stand-in", 30*time.Second, func() bool { return received("first after the outage") })
 }

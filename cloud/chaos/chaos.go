@@ -209,8 +209,8 @@ func (r *run) settle(ctx context.Context, res *ModeResult) bool {
 			continue
 		}
 		// An empty events queue says nothing about events still in an edge
-		// outbox or a broker session (ingest reconnecting after a broker
-		// restart): wait until the chains hold the truth's faults too.
+		// outbox, a broker session (the rule stand-in's) or the events
+		// stream: wait until the chains hold the truth's faults too.
 		if short, err := r.faultsShort(ctx); err != nil || short > 0 {
 			continue
 		}

@@ -9,10 +9,11 @@
 //	simulated bowls (bowline-edge simulate, one process per gateway)
 //	  -> bowline-edge run (one per gateway, own bbolt outbox, wire v2)
 //	  -> toxiproxy -> Mosquitto (internal/mosquitto)
-//	  -> bowline rules (telemetry batches -> Kinesis, record format 2)
+//	  -> bowline rules (telemetry batches and bowl events by Basic Ingest
+//	     -> Kinesis telemetry and events, record format 2)
 //	     -> bowline consume (event source stand-in + cloud/durable)
 //	     -> bowline iot-endpoint (HTTPS Publish of acks) -> Mosquitto -> gateways
-//	  -> 2 x bowline ingest (shared subscription; bowl events)
+//	     -> 2 x bowline ingest (event source stand-in on the events stream + cloud/ingest)
 //	  -> DynamoDB / Kinesis (throttle proxy -> toxiproxy -> emulator)
 //	  -> bowline relay -> SQS (toxiproxy -> fauxqs)
 //	  -> 2 x bowline worker [--inbox seed] -> fake providers (in process)

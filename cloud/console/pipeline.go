@@ -264,7 +264,7 @@ func (c *Console) stages() []stage {
 	} else {
 		recv := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_received_total") }, true)
 		rej := delta(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_rejected_total") })
-		in.State, in.Note = stateOK, "bowl events: MQTT -> the chain"
+		in.State, in.Note = stateOK, "bowl events: events rule -> Kinesis events -> the chain"
 		if rej > 0 {
 			in.State, in.Note = stateLagging, fmt.Sprintf("%.0f messages rejected lately (dead-lettered)", rej)
 		}

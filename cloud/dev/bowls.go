@@ -167,6 +167,9 @@ func (s *System) startAgent(b *Bowl) error {
 			// AckTimeout (the consumer acks every Config.AckEvery).
 			Wire: forward.WireV2, Rule: wire.RuleName(s.cfg.Names.Stack, wire.TelemetryRule),
 			BatchInterval: s.cfg.BatchInterval, AckTimeout: s.cfg.AckTimeout,
+			// Events by Basic Ingest to the events rule's stand-in, into
+			// the events stream that ingest consumes.
+			EventsRule: wire.RuleName(s.cfg.Names.Stack, wire.EventsRule),
 		},
 		StatusAddr: "127.0.0.1:0",
 		Inputs:     []agent.Input{{Kind: agent.InputUnix, Path: b.Socket}},

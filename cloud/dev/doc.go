@@ -4,7 +4,9 @@
 // service in this process:
 //
 //	fake providers (Shopify, shipping, notifications)  cloud/fakes
-//	ingest: MQTT -> Kinesis and Emit                    cloud/ingest
+//	topic rules' stand-in: MQTT -> Kinesis              cloud/rules
+//	telemetry consumer behind its event source          cloud/eventsource, cloud/durable
+//	ingest: events stream -> Emit, behind its source    cloud/eventsource, cloud/ingest
 //	relays: events and record-changes pipes             engine/relay
 //	worker with the cloud subscribers                   engine/worker, cloud/subscribers
 //	record-change consumer (BEST_EFFORT lane)           engine/recordchange
@@ -34,6 +36,8 @@
 // outboxes); a run starts with empty tables, so outboxes kept in a DataDir
 // from an earlier run are forwarded into the new stack.
 //
-// Two Systems must not share one broker: ingest subscribes to every bowl's
-// topics, and a thing the other System registered is an unknown thing here.
+// Two Systems must not share one broker unless their stacks differ: the
+// rules' stand-in subscribes to its stack's Basic Ingest topics, but also to
+// the unscoped v1 topics, and a thing the other System registered is an
+// unknown thing here.
 package dev

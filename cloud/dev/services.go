@@ -22,13 +22,13 @@ import (
 )
 
 // startServices starts the cloud side in this process, in dependency
-// order: fakes, device registration, ingest (and waits until it has
-// subscribed, so no bowl message finds the broker without a subscriber),
-// both relays, the worker with the cloud subscribers, the record-change
+// order: fakes, device registration, the telemetry path (with the rules
+// stand-in, which also puts bowl events into the events stream), ingest
+// behind the events stream's event source, both relays, the worker with the cloud subscribers, the record-change
 // consumer (the API and console come after the bowls: startAPI). Each
 // long-running part runs under s.run.
 func (s *System) startServices(ctx context.Context) error {
-	cfg, names, a := &s.cfg, s.cfg.Names, s.app
+	cfg, a := &s.cfg, s.app
 	log, reg := cfg.Logger, a.Registry
 
 	fk, err := fakes.Serve(s.runCtx, fakes.NewSet())
@@ -56,25 +56,22 @@ func (s *System) startServices(ctx context.Context) error {
 	if cfg.IngestObserver != nil {
 		obs = append(obs, cfg.IngestObserver)
 	}
+	// Gateway clocks are judged by the record's received_at, which the
+	// rules stand-in stamps on the simulated clock (docs/clock.md).
 	in, err := a.Ingest(ingest.Config{
-		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-ingest-" + names.Stack, Group: ingest.DefaultGroup(names.Stack),
 		MaxFutureSkew: cfg.futureSkew(), Logger: log.With("part", "ingest"), Observer: ingest.Observers(obs...),
-		// Receive time is simulated time: the gateways stamp sent_at on the
-		// simulated clock, and a backlog published after the simulated day
-		// must not read as a gateway clock running ahead (docs/clock.md).
-		ReceiveClock: s.SimNow,
 	})
 	if err != nil {
 		return err
 	}
-	ingestDone := s.run("ingest", func() error { return in.Run(s.runCtx) })
-	select {
-	case <-in.Ready():
-	case <-ingestDone:
-		return fmt.Errorf("ingest stopped before subscribing to %s: %w", s.stack.MQTTAddr, s.firstErr())
-	case <-ctx.Done():
-		return ctx.Err()
+	ies, err := a.EventsSource(ctx, app.IngestHandler(in), func(c *eventsource.Config) {
+		c.PollInterval, c.Logger = 200*time.Millisecond, log.With("part", "eventsource", "mapping", eventsource.EventsConsumer.Name)
+	})
+	if err != nil {
+		return err
 	}
+	s.run("ingest", func() error { return ies.Run(s.runCtx) })
+	s.run("ingest gaps", func() error { return in.Run(s.runCtx) })
 
 	rm := relay.NewMetrics(reg)
 	events, recordChanges, err := a.Pipes()

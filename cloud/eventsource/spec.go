@@ -73,6 +73,45 @@ var TelemetryConsumer = Spec{
 	FunctionResponseTypes:          []string{ReportBatchItemFailures},
 }
 
+// EventsConsumer is the mapping of the events stream to the events
+// consumer (cloud/ingest), in AWS and in `bowline ingest`
+// (docs/events-path.md).
+//
+//   - Order: the rule's partition key is the tenant, and Lambda keeps the
+//     records of one partition key in order (per shard, and per
+//     sub-stream with a ParallelizationFactor), so one tenant's events
+//     reach one handler call at a time, in order. The handler keeps each
+//     thing's order and emits the things of a batch concurrently, so the
+//     engine group-commits one tenant's events into few transactions.
+//   - ParallelizationFactor 10 (the most Lambda allows): ten batches in
+//     flight per shard, each for its own tenants. At about 900 events/s
+//     (10M bowls, 8 events each a day) an on-demand stream's first 4
+//     shards give 40 handler calls in flight; a batch of 100 records
+//     handled in a few hundred ms is well above the rate, and one tenant
+//     is bound by the engine's group commit on its chain head, not by
+//     the mapping.
+//   - BatchSize 100, no batching window: an event is small (under 2 KB)
+//     and should reach the chain at once; the source hands over whatever
+//     a read returned.
+//   - Bisect, retries for ever, records up to the stream's retention: a
+//     batch fails only on an infrastructure error (a rejected event is a
+//     dead letter, not a failure), and giving such a batch up would lose
+//     events the gateway has already forgotten. The shard waits, in order,
+//     until the error is fixed; the IteratorAge alarm pages long before a
+//     record nears the 7-day retention, which is the one case where the
+//     batch goes to events-consumer-dlq (metadata only).
+var EventsConsumer = Spec{
+	Name:                           "events-consumer",
+	BatchSize:                      100,
+	MaximumBatchingWindowInSeconds: 0,
+	StartingPosition:               TrimHorizon,
+	ParallelizationFactor:          10,
+	BisectBatchOnFunctionError:     true,
+	MaximumRetryAttempts:           -1,
+	MaximumRecordAgeInSeconds:      604800,
+	FunctionResponseTypes:          []string{ReportBatchItemFailures},
+}
+
 // ReportsItemFailures reports whether the handler's failedFrom is honoured.
 func (s Spec) ReportsItemFailures() bool {
 	return slices.Contains(s.FunctionResponseTypes, ReportBatchItemFailures)

@@ -39,6 +39,7 @@ func TestWrongGatewayClocksKeepTheirData(t *testing.T) {
 	rec := &fixRecorder{recorder: newRecorder(), fixes: map[string][]string{}}
 	e.startIngest(t, rec, func(c *ingest.Config) { c.Now = func() time.Time { return base } })
 	pub := e.publisher(t)
+	pub.now = func() time.Time { return base } // the rules engine's clock
 
 	at1970 := time.Unix(0, 0).UTC()
 	meal := map[string]any{"grams_eaten": 42.5, "duration_s": 95, "started_at": at1970.Add(7*time.Minute + 25*time.Second).Format(time.RFC3339Nano), "pet_tag": "tag-1"}

@@ -33,7 +33,7 @@ func loadGolden(t *testing.T) wire.Golden {
 func defaultLimits(t *testing.T) Limits {
 	t.Helper()
 	c := Config{
-		Broker: "tcp://127.0.0.1:1883", Names: resources.Names{Stack: "contract"},
+		Names:    resources.Names{Stack: "contract"},
 		DynamoDB: dynamodb.New(dynamodb.Options{Region: "us-east-1"}),
 		Emitter:  noEmitter{},
 	}

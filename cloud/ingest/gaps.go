@@ -92,7 +92,8 @@ func (s *seqState) due(now time.Time, grace time.Duration) (holes []span, since 
 // summarise merges the oldest holes into the spans around them until at
 // most maxSpans spans remain, and counts what it forgot in s.Forgot: a
 // device that skips every other seq would otherwise grow its row past
-// DynamoDB's 400 KB item limit (docs/ingest-sessions.md).
+// DynamoDB's 400 KB item limit (1000 spans and their notes are about 70 KB
+// of JSON).
 func (s *seqState) summarise(maxSpans int) (holes int) {
 	for len(s.Spans) > maxSpans && len(s.Spans) > 1 {
 		h := span{s.Spans[0].To + 1, s.Spans[1].From - 1}
@@ -197,9 +198,9 @@ func newGapTracker(db GapDB, table string, grace time.Duration, maxSpans int, no
 }
 
 // Record queues obs for the next write round and calls ack (when not nil)
-// once every row they touch is written: a message is acknowledged only
-// after its seqs are durable, so a crash forgets nothing the broker will
-// not resend. Rows are written in rounds, one put per lane per round, while
+// once every row they touch is written: a record is done only after its
+// seqs are durable, so a crash forgets nothing the event source will not
+// hand over again. Rows are written in rounds, one put per lane per round, while
 // the previous round is in progress.
 func (g *gapTracker) Record(ack func(), obs ...observation) {
 	if len(obs) == 0 {

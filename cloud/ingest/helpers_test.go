@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,10 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	mqtt "github.com/eclipse/paho.mqtt.golang"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/bowline-iot/bowline/cloud/devices"
+	"github.com/bowline-iot/bowline/cloud/eventsource"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/awsenv"
@@ -30,10 +34,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(crashChildEnv) != "" {
-		os.Exit(crashChild())
+	if os.Getenv(deployChildEnv) != "" {
+		os.Exit(deployChild())
 	}
-	lstest.Main(m, localstack.DynamoDB, localstack.MQTT)
+	lstest.Main(m, localstack.DynamoDB, localstack.Kinesis, localstack.SQS)
 }
 
 // hangGuard bounds waits that should end quickly; it is not a performance
@@ -123,17 +127,21 @@ func (e env) register(t *testing.T, thing, tenant string) {
 	}
 }
 
-// startIngest runs an ingester until the test ends and waits until it has
-// subscribed.
+// startIngest runs an ingester behind the local event source on a stream
+// of its own until the test ends; publish on the returned publisher puts
+// records into that stream as the events rule would.
 func (e env) startIngest(t *testing.T, obs ingest.Observer, tweak func(*ingest.Config)) *ingest.Ingester {
 	t.Helper()
-	cfg := ingest.Config{
-		Broker:   e.stack.MQTTAddr,
-		ClientID: uniq("ingest"),
-		Group:    uniq("g"),
-		Logger:   testLogger(t),
-		Observer: obs,
-	}
+	return e.startIngestOn(t, obs, tweak, false)
+}
+
+// startIngestOn is startIngest; with stackStream it reads the stack's own
+// events stream, so the ingest role is checked on its reads (iamtest), as
+// only one test of the package may. Otherwise the stream is the test's own
+// and its reads are recorded as the stand-in's (not checked).
+func (e env) startIngestOn(t *testing.T, obs ingest.Observer, tweak func(*ingest.Config), stackStream bool) *ingest.Ingester {
+	t.Helper()
+	cfg := ingest.Config{Logger: testLogger(t), Observer: obs}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -146,54 +154,98 @@ func (e env) startIngest(t *testing.T, obs ingest.Observer, tweak func(*ingest.C
 		a.Close()
 		t.Fatal(err)
 	}
+	stream := lstest.Names(t).EventsStream()
+	if !stackStream {
+		stream = e.newStream(t)
+	}
+	r, err := a.EventsSource(context.Background(), app.IngestHandler(in), func(c *eventsource.Config) {
+		if !stackStream {
+			c.Stream, c.Kinesis = stream, a.Part(app.PartEventSource).Kinesis
+		}
+		c.PollInterval = 200 * time.Millisecond
+		c.Logger = cfg.Logger
+	})
+	if err != nil {
+		a.Close()
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
+	go func() { done <- r.Run(ctx) }()
 	go func() { done <- in.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run() = %v; want nil after cancel", err)
+		for range 2 {
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Run() = %v; want nil after cancel", err)
+			}
 		}
 		a.Close()
 	})
-	select {
-	case <-in.Ready():
-	case err := <-done:
-		t.Fatalf("Run() = %v before subscribing", err)
-	case <-time.After(hangGuard):
-		t.Fatal("ingest never subscribed")
-	}
+	streams.Store(t.Name(), stream)
 	return in
 }
 
-// publisher connects a QoS 1 MQTT publisher.
-func (e env) publisher(t *testing.T) mqtt.Client {
+// streams maps a test to the stream its ingester reads.
+var streams sync.Map
+
+// newStream creates a one-shard stream for one test, so tests never read
+// each other's records.
+func (e env) newStream(t *testing.T) string {
 	t.Helper()
-	c := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(e.stack.MQTTAddr).SetClientID(uniq("pub")).SetCleanSession(true))
-	if tok := c.Connect(); !tok.WaitTimeout(hangGuard) || tok.Error() != nil {
-		t.Fatalf("publisher connect: %v", tok.Error())
+	kin := kinesis.NewFromConfig(e.cfg)
+	name := uniq(lstest.Names(t).Stack + "-events")
+	if _, err := kin.CreateStream(t.Context(), &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatalf("create stream %s: %v", name, err)
 	}
-	t.Cleanup(func() { c.Disconnect(100) })
-	return c
+	testkit.WaitFor(t, "stream "+name+" active", hangGuard, func() bool {
+		out, err := kin.DescribeStreamSummary(t.Context(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+		return err == nil && out.StreamDescriptionSummary.StreamStatus == ktypes.StreamStatusActive
+	})
+	return name
 }
 
-func publish(t *testing.T, c mqtt.Client, topic string, payload any) {
+// publisher puts messages into the test's events stream as the events
+// rule does (rules.Events.Evaluate: record format 2, partition key the
+// tenant).
+type publisher struct {
+	kin    *kinesis.Client
+	stream string
+	// now is the rules engine's clock (the record's received_at, which
+	// ingest judges gateway clocks by); default time.Now.
+	now func() time.Time
+}
+
+func (e env) publisher(t *testing.T) *publisher {
+	t.Helper()
+	s, ok := streams.Load(t.Name())
+	if !ok {
+		t.Fatal("publisher before startIngest")
+	}
+	return &publisher{kin: kinesis.NewFromConfig(e.cfg), stream: s.(string), now: time.Now}
+}
+
+func publish(t *testing.T, p *publisher, topic string, payload any) {
 	t.Helper()
 	var body []byte
-	switch p := payload.(type) {
+	switch v := payload.(type) {
 	case []byte:
-		body = p
+		body = v
 	case string:
-		body = []byte(p)
+		body = []byte(v)
 	default:
 		var err error
-		if body, err = json.Marshal(p); err != nil {
+		if body, err = json.Marshal(v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tok := c.Publish(topic, 1, false, body)
-	if !tok.WaitTimeout(hangGuard) || tok.Error() != nil {
-		t.Fatalf("publish %s: %v", topic, tok.Error())
+	rec, key, err := rules.Events.Evaluate(topic, body, p.now())
+	if err != nil {
+		// A topic the rule's FROM does not match never reaches the stream.
+		t.Fatalf("events rule on %s: %v", topic, err)
+	}
+	if _, err := p.kin.PutRecord(t.Context(), &kinesis.PutRecordInput{StreamName: aws.String(p.stream), PartitionKey: aws.String(key), Data: rec}); err != nil {
+		t.Fatalf("put record of %s: %v", topic, err)
 	}
 }
 

@@ -45,16 +45,7 @@ import (
 // attribute_not_exists(pk) for the first write, then on version = the version
 // read. Written before the messages it covers are acknowledged (gaps.go).
 // Rows with sk "telemetry", written while ingest also took telemetry, are
-// no longer read or written (docs/ingest-sessions.md).
-//
-//	slot lease:   pk = "LEASE#ingest#<group>"  sk = "SLOT#<n>"   (leaseKey)
-//	              entity = "ingest_lease" (LeaseEntity), owner (S: the
-//	              process, Config.Owner), client_id (S: "<group>-<n>",
-//	              slotClientID), expires_at (N, epoch ms by the writer's
-//	              clock), updated_at (S)
-//
-// Taken with a put on attribute_not_exists(pk) OR expires_at < now OR owner
-// = me; renewed and released (expires_at 0) on owner = me (lease.go).
+// no longer read or written (docs/events-path.md).
 //
 // Ingest also reads the device registry's rows there (cloud/devices:
 // pk = "DEVICE#<thing>", sk = "DEVICE") but never writes them.
@@ -84,11 +75,7 @@ const (
 	// GapEntity is the entity attribute of seq-tracking rows.
 	GapEntity = "ingest_seq"
 
-	// LeaseEntity is the entity attribute of slot-lease rows.
-	LeaseEntity = "ingest_lease"
-
 	digestPKPrefix = "INGEST#"
-	leasePKPrefix  = "LEASE#ingest#"
 	gapPKPrefix    = "SEQ#"
 )
 
@@ -122,22 +109,6 @@ func gapKey(thing, lane string) map[string]types.AttributeValue {
 		"sk": &types.AttributeValueMemberS{Value: lane},
 	}
 }
-
-// LeasePK is the app-table partition key of the slot leases of an ingest
-// group; the sort key is "SLOT#<n>".
-func LeasePK(group string) string { return leasePKPrefix + group }
-
-// leaseKey is the key of slot's lease row in group.
-func leaseKey(group string, slot int) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: LeasePK(group)},
-		"sk": &types.AttributeValueMemberS{Value: "SLOT#" + strconv.Itoa(slot)},
-	}
-}
-
-// slotClientID is the MQTT client id of slot in group: "<group>-<n>", so the
-// default group's ids are bowline-<stack>-ingest-0, -1, ...
-func slotClientID(group string, slot int) string { return group + "-" + strconv.Itoa(slot) }
 
 // letterDigest names a rejected payload in its dead letter: the first 8
 // bytes of its sha256, in hex.

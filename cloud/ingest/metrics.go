@@ -21,7 +21,7 @@ type Observer interface {
 	Duplicate(typ string)
 	// GapRaised: a bowl.data_gap was raised for lane.
 	GapRaised(lane string)
-	// Acked is called just before a message's PUBACK is sent: the event
+	// Acked is called once a message is done (its record may complete): the event
 	// (or the dead letter of a rejection) and its seq are durable by then.
 	Acked(a Ack)
 }
@@ -118,13 +118,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	const ns, sub = "bowline", "ingest"
 	m := &Metrics{
-		received:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_received_total", Help: "MQTT messages received, by kind."}, []string{"kind"}),
+		received:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_received_total", Help: "Event messages received from the events stream, by kind."}, []string{"kind"}),
 		rejected:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_rejected_total", Help: "Messages rejected, dead-lettered and acknowledged, by kind and reason."}, []string{"kind", "reason"}),
 		emitted:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_emitted_total", Help: "Device events emitted through the engine, by type."}, []string{"type"}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_duplicate_total", Help: "Redelivered device events that were already emitted, by type."}, []string{"type"}),
 		gaps:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "data_gaps_total", Help: "bowl.data_gap events raised, by lane."}, []string{"lane"}),
-		acked:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_acked_total", Help: "Messages acknowledged after their data was durable, by kind."}, []string{"kind"}),
-		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "ack_latency_seconds", Help: "Time from receipt to acknowledgement, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
+		acked:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_acked_total", Help: "Messages done (their record may complete) after their data was durable, by kind."}, []string{"kind"}),
+		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "ack_latency_seconds", Help: "Time from receipt to done, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
 		clockFixes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clock_corrected_total", Help: "Messages whose times were corrected from a wrong gateway clock (sent_at), by kind and fix (ahead, unset)."}, []string{"kind", "fix"}),
 	}
 	m.failures = newFailureMetrics(reg, ns, sub)

@@ -60,11 +60,10 @@ type RejectionConfig struct {
 	// the rejected message is acknowledged without it (logged at ERROR with
 	// its sha256, counted as lost); default 6, about 3 s of backoff.
 	LetterAttempts int
-	// MaxHeld is how many rejected messages may be held unacknowledged at
-	// once while their dead letters are retried; default 10. A rejection
-	// that finds every slot taken gets one attempt. AWS IoT Core sends a
-	// client no more messages while 100 are unacknowledged, so rejections
-	// never hold more than a tenth of that window.
+	// MaxHeld is how many rejected messages may be held at once while
+	// their dead letters are retried; default 10. A rejection that finds
+	// every slot taken gets one attempt, so a dead-letter outage cannot
+	// hold up every batch of every tenant.
 	MaxHeld int
 	// UnknownTTL is how long "thing not registered" is cached; default
 	// 30 s (devices.CacheConfig).
@@ -137,7 +136,9 @@ func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 	// payload names them and the tenant is verified) so they are no gap.
 	in.gaps.Record(func() {
 		in.cfg.Observer.Acked(Ack{Kind: m.kind, Tenant: m.tp.Tenant, Thing: m.tp.Thing})
-		m.ack()
+		if m.ack != nil {
+			m.ack()
+		}
 	}, rejectedSeqs(m)...)
 	return nil
 }
@@ -189,8 +190,8 @@ func (in *Ingester) summary(m message, rej *Rejection, start time.Time) deadlett
 // while m stays unacknowledged, but at most Rejections.LetterAttempts times
 // and only while it holds one of Rejections.MaxHeld slots: a dead letter
 // that cannot be written (dead_letters denied or missing, say) must not
-// hold rejected messages until they fill the broker's in-flight window and
-// stop ingest for every tenant. Past the bounds m is acknowledged without
+// hold rejected messages until they stall every batch and stop ingest for
+// every tenant. Past the bounds m is acknowledged without
 // a letter: logged at ERROR with its sha256 and size (never its bytes) and
 // counted (Observer's LetterLost: alarm on it). It returns an error only
 // when ctx ends first, m unacknowledged.

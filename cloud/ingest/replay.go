@@ -32,7 +32,7 @@ const (
 	ReplayDuplicate Replayed = "duplicate"
 )
 
-// LetterTopic returns the MQTT topic an ingest dead letter's message
+// LetterTopic returns the topic (as the rule saw it) an ingest dead letter's message
 // arrived on.
 func LetterTopic(l deadletter.Letter) (string, error) {
 	if l.Subscription != LetterSubscription {

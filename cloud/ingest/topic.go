@@ -18,9 +18,3 @@ func ParseTopic(topic string) (wire.Topic, error) {
 	}
 	return t, nil
 }
-
-// Filters returns the shared-subscription filters of group: the events
-// topics only.
-func Filters(group string) []string {
-	return []string{"$share/" + group + "/" + wire.Filter(wire.KindEvents)}
-}

@@ -40,8 +40,11 @@ type Config struct {
 	// Kinesis and Stream are the action's stream. Required.
 	Kinesis telemetry.KinesisAPI
 	Stream  string
-	// Producer tunes the Kinesis producer; its Stream and Logger are
-	// filled from here. MaxAttempts defaults to 4 (a record refused four
+	// Streams, when set, maps a rule's base name to the stream its action
+	// writes (Spec.Stream); a rule not in it writes Stream.
+	Streams map[string]string
+	// Producer tunes the Kinesis producers (one per stream); their Stream
+	// and Logger are filled from here. MaxAttempts defaults to 4 (a record refused four
 	// times goes to the error queue).
 	Producer telemetry.ProducerConfig
 	// SQS and ErrorQueueURL are the error action's queue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,14 +23,18 @@ import (
 
 // memKinesis accepts every record and keeps it.
 type memKinesis struct {
-	mu   sync.Mutex
-	recs []ktypes.PutRecordsRequestEntry
+	mu      sync.Mutex
+	recs    []ktypes.PutRecordsRequestEntry
+	streams []string // per record, the stream it was put into
 }
 
 func (m *memKinesis) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs = append(m.recs, in.Records...)
+	for range in.Records {
+		m.streams = append(m.streams, aws.ToString(in.StreamName))
+	}
 	return &kinesis.PutRecordsOutput{Records: make([]ktypes.PutRecordsResultEntry, len(in.Records)), FailedRecordCount: aws.Int32(0)}, nil
 }
 
@@ -146,5 +151,45 @@ func TestHandleWithoutBroker(t *testing.T) {
 		if got[key] != want {
 			t.Errorf("metric %s = %v; want %v", key, got[key], want)
 		}
+	}
+}
+
+// TestEventsGoToTheEventsStream: each rule acts on its own stream
+// (Config.Streams): a bowl event, by Basic Ingest or through the broker
+// (v1), goes to the events stream with its tenant as partition key; a
+// batch to the telemetry stream.
+func TestEventsGoToTheEventsStream(t *testing.T) {
+	kin, q := &memKinesis{}, &memSQS{}
+	r, err := New(Config{
+		Broker: "tcp://127.0.0.1:1", Stack: "dev", Kinesis: kin, Stream: "dev-bowline-telemetry",
+		Streams: map[string]string{Events.Base: "dev-bowline-events"},
+		SQS:     q, ErrorQueueURL: "http://q/rule-errors",
+		Logger: testkit.Logger(t, slog.LevelError), Producer: telemetryConfig(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	var acks sync.WaitGroup
+	for _, topic := range []string{
+		wire.BasicIngestTopic(Events.Name("dev"), wire.Topic{Tenant: "t1", Thing: "gw-1:kitchen", Kind: wire.KindEvents}),
+		wire.Topic{Tenant: "t2", Thing: "gw-9", Kind: wire.KindEvents}.String(),
+		wire.BasicIngestTopic(Telemetry.Name("dev"), wire.Topic{Tenant: "t1", Thing: "gw-1", Kind: wire.KindBatch}),
+	} {
+		acks.Add(1)
+		if err := r.Handle(context.Background(), topic, []byte(`{"v":1}`), acks.Done); err != nil {
+			t.Fatalf("Handle(%s): %v", topic, err)
+		}
+	}
+	acks.Wait()
+	kin.mu.Lock()
+	defer kin.mu.Unlock()
+	got := map[string]string{}
+	for i, rec := range kin.recs {
+		got[aws.ToString(rec.PartitionKey)] = kin.streams[i]
+	}
+	want := map[string]string{"t1": "dev-bowline-events", "t2": "dev-bowline-events", "gw-1": "dev-bowline-telemetry"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("records by partition key -> stream = %v; want %v", got, want)
 	}
 }

@@ -25,11 +25,12 @@ const maxReconnectInterval = 2 * time.Second
 // Runner is the local stand-in for the AWS IoT rules engine running
 // Config.Rules. Build it with New (cloud/app's App.Rules), then Run it.
 type Runner struct {
-	cfg      Config
-	log      *slog.Logger
-	producer *telemetry.Producer
-	counts   counter
-	observe  []Observer
+	cfg Config
+	log *slog.Logger
+	// producers holds one Kinesis producer per stream a rule acts on.
+	producers map[string]*telemetry.Producer
+	counts    counter
+	observe   []Observer
 
 	// byName maps a full rule name to its spec (Basic Ingest topics);
 	// broker lists the rules also reached on From.
@@ -50,13 +51,23 @@ func New(cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p, err := telemetry.NewProducer(cfg.Kinesis, cfg.Producer)
-	if err != nil {
-		return nil, fmt.Errorf("rules: %w", err)
-	}
 	r := &Runner{
-		cfg: cfg, log: cfg.Logger, producer: p,
+		cfg: cfg, log: cfg.Logger, producers: map[string]*telemetry.Producer{},
 		byName: map[string]Spec{}, ready: make(chan struct{}),
+	}
+	for _, s := range cfg.Rules {
+		stream := r.stream(s)
+		if r.producers[stream] != nil {
+			continue
+		}
+		pc := cfg.Producer
+		pc.Stream = stream
+		p, err := telemetry.NewProducer(cfg.Kinesis, pc)
+		if err != nil {
+			r.Close(context.Background())
+			return nil, fmt.Errorf("rules: %w", err)
+		}
+		r.producers[stream] = p
 	}
 	r.observe = []Observer{&r.counts}
 	if cfg.Observer != nil {
@@ -69,6 +80,14 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	return r, nil
+}
+
+// stream is the stream spec's action writes.
+func (r *Runner) stream(s Spec) string {
+	if st, ok := r.cfg.Streams[s.Base]; ok {
+		return st
+	}
+	return r.cfg.Stream
 }
 
 // Counts returns what each rule (by base name) has done so far.
@@ -156,7 +175,7 @@ func (r *Runner) Handle(ctx context.Context, topic string, payload []byte, ack f
 		}
 		r.inflight.Done()
 	}
-	if err := r.producer.Put(ctx, key, rec, done); err != nil {
+	if err := r.producers[r.stream(spec)].Put(ctx, key, rec, done); err != nil {
 		if errors.Is(err, telemetry.ErrClosed) || ctx.Err() != nil {
 			return fmt.Errorf("rules: put %s: %w", topic, err)
 		}
@@ -181,14 +200,15 @@ func (r *Runner) each(f func(Observer)) {
 // errorAction sends the message's ErrorMessage to the error queue and
 // acknowledges the message once the queue has it.
 func (r *Runner) errorAction(spec Spec, topic string, payload []byte, cause error, ack func()) {
+	stream := r.stream(spec)
 	msg := ErrorMessage{
 		RuleName:              spec.Name(r.cfg.Stack),
 		Topic:                 topic,
 		Base64OriginalPayload: base64.StdEncoding.EncodeToString(payload),
 		Failures: []Failure{{
 			FailedAction:   KinesisAction,
-			FailedResource: r.cfg.Stream,
-			ErrorMessage:   fmt.Sprintf("Failed to put record into Kinesis stream %s: %v", r.cfg.Stream, cause),
+			FailedResource: stream,
+			ErrorMessage:   fmt.Sprintf("Failed to put record into Kinesis stream %s: %v", stream, cause),
 		}},
 	}
 	body, err := json.Marshal(msg)
@@ -236,12 +256,16 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the producer: records not yet in Kinesis when ctx ends are
+// Close stops the producers: records not yet in Kinesis when ctx ends are
 // abandoned and their messages stay unacknowledged. Run calls it.
 func (r *Runner) Close(ctx context.Context) error {
-	var err error
-	r.closeOnce.Do(func() { err = r.producer.Close(ctx) })
-	return err
+	var errs []error
+	r.closeOnce.Do(func() {
+		for _, p := range r.producers {
+			errs = append(errs, p.Close(ctx))
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // connect starts paho with a persistent session and manual acks, and

@@ -55,7 +55,7 @@ type Spec struct {
 	Parameter string
 }
 
-// selectList is the SELECT of both telemetry rules: record format 2.
+// selectList is the SELECT of every rule: record format 2.
 var selectList = []Item{
 	{"v", Int(RecordVersion)},
 	{"tenant", Topic(3)},
@@ -88,8 +88,36 @@ var TelemetryV1 = Spec{
 	Parameter:    LegacyParameter,
 }
 
+// Events puts every bowl event, published by Basic Ingest to
+// $aws/rules/<rule>/dt/bowline/<tenant>/<thing>/events, into the events
+// stream with the tenant as partition key: a tenant's events stay in order
+// on one shard, so one consumer keeps its chain head warm
+// (docs/events-path.md). The record is format 2 as telemetry's; its
+// "gateway" is topic(4), the thing (<gw> or <gw>:<bowl>).
+//
+// Broker: v1 gateways still publish events through the broker on
+// dt/bowline/<tenant>/<thing>/events, which this rule's FROM matches in
+// AWS, so they reach the same stream until the cut-over
+// (docs/events-path.md, "Cut-over"); the stand-in subscribes to From for
+// them unless told the cut-over is done (WithoutBroker).
+var Events = Spec{
+	Base:         wire.EventsRule,
+	From:         wire.Filter(wire.KindEvents),
+	Select:       selectList,
+	PartitionKey: Topic(3),
+	Broker:       true,
+}
+
 // All returns every rule the template defines and the stand-in runs.
-func All() []Spec { return []Spec{Telemetry, TelemetryV1} }
+func All() []Spec { return []Spec{Telemetry, TelemetryV1, Events} }
+
+// WithoutBroker returns s reached by Basic Ingest only: the stand-in of a
+// stack past the rule's v1 cut-over, whose IoT policy no longer lets
+// gateways publish on From.
+func (s Spec) WithoutBroker() Spec {
+	s.Broker = false
+	return s
+}
 
 // ByBase returns the rule of base name base.
 func ByBase(base string) (Spec, bool) {
@@ -114,12 +142,18 @@ func (s Spec) SQL() string {
 	return "SELECT " + strings.Join(items, ", ") + " FROM '" + s.From + "'"
 }
 
-// Stream is the Kinesis action's stream in a stack: the telemetry stream
-// (the template's TelemetryStream).
-func (Spec) Stream(n resources.Names) string { return n.TelemetryStream() }
+// Stream is the Kinesis action's stream in a stack: the events stream for
+// the events rule (the template's EventsStream), the telemetry stream for
+// the others (TelemetryStream).
+func (s Spec) Stream(n resources.Names) string {
+	if s.Base == wire.EventsRule {
+		return n.EventsStream()
+	}
+	return n.TelemetryStream()
+}
 
 // ErrorQueue is the error action's SQS queue in a stack: rule-errors (the
-// template's RuleErrorsQueue), already provisioned.
+// template's RuleErrorsQueue), already provisioned, shared by every rule.
 func (Spec) ErrorQueue(n resources.Names) string { return n.RuleErrorsQueue() }
 
 // BasicIngestFilter is the MQTT filter of the rule's Basic Ingest topics

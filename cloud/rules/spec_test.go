@@ -25,6 +25,12 @@ func TestSQL(t *testing.T) {
 			t.Errorf("%s partition key = %q; want ${topic(4)}", tc.spec.Base, got)
 		}
 	}
+	if got, want := Events.SQL(), "SELECT 2 AS v, topic(3) AS tenant, topic(4) AS gateway, timestamp() AS received_at, encode(*, 'base64') AS payload FROM 'dt/bowline/+/+/events'"; got != want {
+		t.Errorf("events SQL() = %q; want %q", got, want)
+	}
+	if got := Events.PartitionKey.Template(); got != "${topic(3)}" {
+		t.Errorf("events partition key = %q; want ${topic(3)}, the tenant", got)
+	}
 }
 
 // TestParseSQLRoundTrips: every rule's SQL reads back into the same FROM
@@ -105,6 +111,11 @@ func TestEvaluate(t *testing.T) {
 		{Telemetry, "dt/bowline/t1/gw-1/telemetry", batch, "", "", ErrNoMatch},
 		{Telemetry, "$aws/rules/bowline_dev_telemetry/dt/bowline/t1/gw-1/batch", batch, "", "", ErrNoMatch},
 		{Telemetry, "dt/bowline/t1/gw-1/batch/x", batch, "", "", ErrNoMatch},
+		// Events: the tenant is the partition key, so a tenant's events
+		// stay in order on one shard; "gateway" is the thing.
+		{Events, "dt/bowline/t1/gw-1:kitchen/events", v1,
+			`{"v":2,"tenant":"t1","gateway":"gw-1:kitchen","received_at":1764633600123,"payload":"` + base64.StdEncoding.EncodeToString(v1) + `"}`, "t1", nil},
+		{Events, "dt/bowline/t1/gw-1/batch", batch, "", "", ErrNoMatch},
 	} {
 		rec, key, err := tc.spec.Evaluate(tc.topic, tc.payload, now)
 		if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
@@ -123,6 +134,12 @@ func TestEvaluate(t *testing.T) {
 func TestSubscriptions(t *testing.T) {
 	if got, want := Telemetry.Subscriptions("dev-eu"), []string{"$aws/rules/bowline_dev_eu_telemetry/dt/bowline/+/+/batch"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Telemetry.Subscriptions = %q; want %q", got, want)
+	}
+	if got, want := Events.Subscriptions("dev"), []string{"$aws/rules/bowline_dev_events/dt/bowline/+/+/events", "dt/bowline/+/+/events"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Events.Subscriptions = %q; want %q", got, want)
+	}
+	if got, want := Events.WithoutBroker().Subscriptions("dev"), []string{"$aws/rules/bowline_dev_events/dt/bowline/+/+/events"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Events after the cut-over: Subscriptions = %q; want %q", got, want)
 	}
 	if got, want := TelemetryV1.Subscriptions("dev"), []string{"$aws/rules/bowline_dev_telemetry_v1/dt/bowline/+/+/telemetry", "dt/bowline/+/+/telemetry"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("TelemetryV1.Subscriptions = %q; want %q", got, want)

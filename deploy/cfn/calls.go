@@ -29,7 +29,7 @@ type PartRoles struct {
 // make its calls in AWS. A part missing here fails the check: decide which
 // role it runs as first.
 var BowlineParts = map[string]PartRoles{
-	"ingest": {Roles: []string{"IngestTaskRole"}},
+	"ingest": {Roles: []string{"IngestRole"}},
 	"worker": {Roles: []string{"WorkerTaskRole"}},
 	"api":    {Roles: []string{"ApiTaskRole"}},
 	// `bowline api` serves the console in the same task.
@@ -40,13 +40,14 @@ var BowlineParts = map[string]PartRoles{
 	// none is charged to all of them (Any). Run as its own command, each
 	// part records the engine's calls under its name (cloud/ingest's
 	// tests, cloud/cmd/bowline TestBowlineCommands).
-	"engine":               {Roles: []string{"IngestTaskRole", "WorkerTaskRole", "ApiTaskRole"}, Any: true},
+	"engine":               {Roles: []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole"}, Any: true},
 	"relay:events":         {Roles: []string{"EventsPipeRole"}},
 	"relay:record-changes": {Roles: []string{"RecordChangesPipeRole"}},
 	"redrive":              {Roles: []string{"OperatorRole"}},
 	"dead-letters":         {Roles: []string{"OperatorRole"}},
 	"devices":              {Roles: []string{"OperatorRole"}},
 	"verify-chain":         {Roles: []string{"OperatorRole"}},
+	"rule-errors":          {Roles: []string{"OperatorRole"}},
 	"anchor":               {Roles: []string{"AnchorRole"}},
 	// In AWS the topic rules' Kinesis and SQS actions run as
 	// TelemetryRuleRole with kinesis:PutRecord; the stand-in batches with

@@ -101,21 +101,21 @@ func TestStackRolesAllowTheKnownGaps(t *testing.T) {
 		ctx                    map[string][]string
 		allow                  bool
 	}{
-		{"IngestTaskRole", "dynamodb:PutItem", table("dead_letters"), lk("POISON"), true},
-		{"IngestTaskRole", "dynamodb:PutItem", table("app"), lk("SEQ#bowl-1"), true},
+		{"IngestRole", "dynamodb:PutItem", table("dead_letters"), lk("POISON"), true},
+		{"IngestRole", "dynamodb:PutItem", table("app"), lk("SEQ#bowl-1"), true},
 		{"WorkerTaskRole", "sqs:GetQueueUrl", queue("events-dlq.fifo"), nil, true},
 		{"WorkerTaskRole", "sqs:SendMessage", queue("events-dlq.fifo"), nil, true},
 		{"ApiTaskRole", "dynamodb:BatchGetItem", table("inbox"), lk("IDEMP#e#s"), true},
 		{"EventsPipeRole", "dynamodb:GetRecords", table("events") + "/stream/2026-01-01T00:00:00.000", nil, true},
 		// Still refused: event rows stay append-only, and no task scans
 		// what it does not need.
-		{"IngestTaskRole", "dynamodb:UpdateItem", table("events"), lk("TENANT#t#EVENT"), false},
+		{"IngestRole", "dynamodb:UpdateItem", table("events"), lk("TENANT#t#EVENT"), false},
 		{"WorkerTaskRole", "dynamodb:DeleteItem", table("events"), lk("TENANT#t#EVENT"), false},
 		{"ApiTaskRole", "dynamodb:UpdateItem", table("events"), lk("TENANT#t#EVENT"), false},
-		{"IngestTaskRole", "dynamodb:Scan", table("events"), nil, false},
+		{"IngestRole", "dynamodb:Scan", table("events"), nil, false},
 		// Ingest takes events only: the topic rules write the telemetry
 		// stream (docs/telemetry-path.md).
-		{"IngestTaskRole", "kinesis:PutRecords", "arn:aws:kinesis:eu-west-1" + acct + "stream/prod-bowline-telemetry", nil, false},
+		{"IngestRole", "kinesis:PutRecords", "arn:aws:kinesis:eu-west-1" + acct + "stream/prod-bowline-telemetry", nil, false},
 		{"WorkerTaskRole", "sqs:SendMessage", queue("events.fifo"), nil, false},
 	} {
 		p, err := tpl.RolePolicy(tc.role, tpl.ResourceEnv(map[string]string{"StackPrefix": "prod"}, "eu-west-1", awscalls.Account))

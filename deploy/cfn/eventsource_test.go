@@ -48,20 +48,38 @@ func specFromMapping(t *testing.T, tpl *Template, name string) eventsource.Spec 
 	return spec
 }
 
-// TestEventSourceMatchesSpec: the telemetry stream's Lambda event source
-// mapping carries cloud/eventsource.TelemetryConsumer, the settings
-// `bowline consume` runs its stand-in with; it reads the telemetry stream,
-// invokes the consumer function and sends what it gives up on to
-// TelemetryConsumerDLQ (standard, alarmed). It fails when the template or
-// the Spec changes alone.
+// TestEventSourceMatchesSpec: each stream's Lambda event source mapping
+// carries its cloud/eventsource spec, the settings the local stand-in runs
+// with (`bowline consume` for telemetry, `bowline ingest` for events); it
+// reads its stream, invokes its function and sends what it gives up on to
+// its on-failure queue (standard, alarmed). It fails when the template or
+// a Spec changes alone, or when either side has a mapping the other lacks.
 func TestEventSourceMatchesSpec(t *testing.T) {
 	tpl := stackTemplate(t)
-	names := tpl.ResourceNames("AWS::Lambda::EventSourceMapping")
-	if len(names) != 1 {
-		t.Fatalf("event source mappings %v; want exactly the telemetry consumer's", names)
+	cases := map[string]struct {
+		spec                  eventsource.Spec
+		stream, function, dlq string
+	}{
+		"TelemetryConsumerMapping": {eventsource.TelemetryConsumer, "TelemetryStream", "ConsumerFunction", "TelemetryConsumerDLQ"},
+		"EventsConsumerMapping":    {eventsource.EventsConsumer, "EventsStream", "IngestFunction", "EventsConsumerDLQ"},
 	}
-	name := names[0]
-	got, want := specFromMapping(t, tpl, name), eventsource.TelemetryConsumer
+	names := tpl.ResourceNames("AWS::Lambda::EventSourceMapping")
+	if len(names) != len(cases) {
+		t.Fatalf("event source mappings %v; want exactly the telemetry and events consumers'", names)
+	}
+	for _, name := range names {
+		c, ok := cases[name]
+		if !ok {
+			t.Errorf("event source mapping %s: no cloud/eventsource spec", name)
+			continue
+		}
+		checkMapping(t, tpl, name, c.spec, c.stream, c.function, c.dlq)
+	}
+}
+
+func checkMapping(t *testing.T, tpl *Template, name string, want eventsource.Spec, stream, function, dlqName string) {
+	t.Helper()
+	got := specFromMapping(t, tpl, name)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("mapping %s = %+v;\nGo spec %+v", name, got, want)
 	}
@@ -69,40 +87,40 @@ func TestEventSourceMatchesSpec(t *testing.T) {
 		t.Errorf("mapping %s as a Spec: %v", name, err)
 	}
 	p := tpl.Resources[name].Properties
-	if !isGetAtt(p["EventSourceArn"], "TelemetryStream", "Arn") {
-		t.Errorf("mapping %s EventSourceArn = %v; want TelemetryStream.Arn", name, p["EventSourceArn"])
+	if !isGetAtt(p["EventSourceArn"], stream, "Arn") {
+		t.Errorf("mapping %s EventSourceArn = %v; want %s.Arn", name, p["EventSourceArn"], stream)
 	}
-	if !RefersTo(p["FunctionName"], "ConsumerFunction") {
-		t.Errorf("mapping %s FunctionName = %v; want ConsumerFunction", name, p["FunctionName"])
+	if !RefersTo(p["FunctionName"], function) {
+		t.Errorf("mapping %s FunctionName = %v; want %s", name, p["FunctionName"], function)
 	}
 	dest := asMap(asMap(asMap(p["DestinationConfig"])["OnFailure"]))["Destination"]
-	if !isGetAtt(dest, "TelemetryConsumerDLQ", "Arn") {
-		t.Errorf("mapping %s OnFailure = %v; want TelemetryConsumerDLQ.Arn", name, dest)
+	if !isGetAtt(dest, dlqName, "Arn") {
+		t.Errorf("mapping %s OnFailure = %v; want %s.Arn", name, dest, dlqName)
 	}
-	if fifo := prop(t, tpl, "TelemetryConsumerDLQ", "FifoQueue"); fifo != nil && fifo != false {
-		t.Errorf("TelemetryConsumerDLQ FifoQueue = %v; a stream source's destination must be standard", fifo)
+	if fifo := prop(t, tpl, dlqName, "FifoQueue"); fifo != nil && fifo != false {
+		t.Errorf("%s FifoQueue = %v; a stream source's destination must be standard", dlqName, fifo)
 	}
 	alarmed := false
 	for _, a := range tpl.ResourceNames("AWS::CloudWatch::Alarm") {
 		dims, _ := tpl.Resources[a].Properties["Dimensions"].([]any)
 		for _, d := range dims {
-			alarmed = alarmed || isGetAtt(asMap(d)["Value"], "TelemetryConsumerDLQ", "QueueName")
+			alarmed = alarmed || isGetAtt(asMap(d)["Value"], dlqName, "QueueName")
 		}
 	}
 	if !alarmed {
-		t.Error("no alarm watches TelemetryConsumerDLQ")
+		t.Errorf("no alarm watches %s", dlqName)
 	}
-	fn := tpl.Resources["ConsumerFunction"].Properties
+	fn := tpl.Resources[function].Properties
 	for k, v := range map[string]any{"Runtime": "provided.al2023", "Handler": "bootstrap"} {
 		if fn[k] != v {
-			t.Errorf("ConsumerFunction %s = %v; want %v", k, fn[k], v)
+			t.Errorf("%s %s = %v; want %v", function, k, fn[k], v)
 		}
 	}
 	if arch, _ := fn["Architectures"].([]any); len(arch) != 1 || arch[0] != "arm64" {
-		t.Errorf("ConsumerFunction Architectures = %v; want [arm64]", fn["Architectures"])
+		t.Errorf("%s Architectures = %v; want [arm64]", function, fn["Architectures"])
 	}
 	code := asMap(fn["Code"])
 	if !RefersTo(code["S3Bucket"], "ConsumerCodeBucket") || !RefersTo(code["S3Key"], "ConsumerCodeKey") {
-		t.Errorf("ConsumerFunction Code = %v; want the ConsumerCodeBucket and ConsumerCodeKey parameters", code)
+		t.Errorf("%s Code = %v; want the ConsumerCodeBucket and ConsumerCodeKey parameters", function, code)
 	}
 }

@@ -84,41 +84,6 @@ func TestGatewayPolicyConfinesThing(t *testing.T) {
 	}
 }
 
-// TestIngestPolicyPublishesNothing: the ingest service's certificate may read
-// every gateway's events topic, not its telemetry (the topic rules' since
-// docs/telemetry-path.md), and publish nowhere.
-func TestIngestPolicyPublishesNothing(t *testing.T) {
-	p := iotPolicy(t, "IngestIotPolicy")
-	ingest := IoTConnection{ClientID: "bowline-" + stackEnv["StackPrefix"] + "-ingest-ip-10-0-1-7"}
-	for _, tc := range []struct {
-		action, res string
-		want        bool
-	}{
-		{"iot:Connect", "client/bowline-" + stackEnv["StackPrefix"] + "-ingest-ip-10-0-1-7", true},
-		{"iot:Connect", "client/bowline-ingest-ip-10-0-1-7", false},
-		{"iot:Connect", "client/bowl-1", false},
-		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/dt/bowline/+/+/events", true},
-		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/dt/bowline/+/+/telemetry", false},
-		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/dt/bowline/+/+/batch", false},
-		{"iot:Subscribe", "topicfilter/dt/bowline/+/+/events", false},
-		{"iot:Subscribe", "topicfilter/$share/bowline-" + stackEnv["StackPrefix"] + "-ingest/cmd/bowline/+/+/feed", false},
-		{"iot:Subscribe", "topicfilter/cmd/bowline/+/+/feed", false},
-		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/events", true},
-		{"iot:Receive", "topic/dt/bowline/t1/bowl-1/telemetry", false},
-		{"iot:Receive", "topic/dt/bowline/t1/gw-1/status", false},
-		{"iot:Publish", "topic/dt/bowline/t1/bowl-1/events", false},
-		{"iot:Publish", "topic/cmd/bowline/t1/bowl-1/feed", false},
-	} {
-		got, err := p.Allowed(ingest, IoTRequest{Action: tc.action, Resource: iotARN + tc.res})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != tc.want {
-			t.Errorf("ingest %s %s allowed = %v; want %v", tc.action, tc.res, got, tc.want)
-		}
-	}
-}
-
 // TestGatewayNamespacesDoNotOverlap: a gateway's namespace is its exact
 // name followed by "/" (its own topics) or ":" (its bowls). gw-1 can never
 // act as gw-10 or as another gateway named "gw-1:x": a thing whose name

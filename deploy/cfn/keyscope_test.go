@@ -27,13 +27,13 @@ func TestRolesWriteOnlyTheirOwnKeys(t *testing.T) {
 		}
 	}
 	// ingest
-	add("IngestTaskRole", "dynamodb:PutItem", "AppTable", true, "SEQ#gw-1:bowl-1", "LEASE#ingest#bowline-prod-ingest")
-	add("IngestTaskRole", "dynamodb:GetItem", "AppTable", true, "DEVICE#gw-1:bowl-1", "SEQ#gw-1:bowl-1")
-	add("IngestTaskRole", "dynamodb:PutItem", "AppTable", false, "DEVICE#gw-1:bowl-1", "CONTACT#t1", "ORDER#o-1", "PET#t1#p1", "LEASE#other#x")
-	add("IngestTaskRole", "dynamodb:PutItem", "InboxTable", true, "EMIT#t1#gw-1/1", "INGEST#t1#gw-1/1")
-	add("IngestTaskRole", "dynamodb:PutItem", "InboxTable", false, "IDEMP#e:s", "PAYMENT#p1", "APIKEY#t1#k", "RECONCILE#SCAN")
-	add("IngestTaskRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON")
-	add("IngestTaskRole", "dynamodb:PutItem", "DeadLettersTable", false, "UNMATCHED", "X")
+	add("IngestRole", "dynamodb:PutItem", "AppTable", true, "SEQ#gw-1:bowl-1")
+	add("IngestRole", "dynamodb:GetItem", "AppTable", true, "DEVICE#gw-1:bowl-1", "SEQ#gw-1:bowl-1")
+	add("IngestRole", "dynamodb:PutItem", "AppTable", false, "DEVICE#gw-1:bowl-1", "CONTACT#t1", "ORDER#o-1", "PET#t1#p1", "LEASE#ingest#bowline-prod-ingest", "LEASE#other#x")
+	add("IngestRole", "dynamodb:PutItem", "InboxTable", true, "EMIT#t1#gw-1/1", "INGEST#t1#gw-1/1")
+	add("IngestRole", "dynamodb:PutItem", "InboxTable", false, "IDEMP#e:s", "PAYMENT#p1", "APIKEY#t1#k", "RECONCILE#SCAN")
+	add("IngestRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON")
+	add("IngestRole", "dynamodb:PutItem", "DeadLettersTable", false, "UNMATCHED", "X")
 	// worker
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "InboxTable", true, "IDEMP#e:s")
 	add("WorkerTaskRole", "dynamodb:PutItem", "InboxTable", false, "IDEMP#e:s", "EMIT#t1#k", "PAYMENT#p1")
@@ -128,8 +128,7 @@ func TestExecutionRolePullsAndLogsOnlyThisStack(t *testing.T) {
 	tpl := stackTemplate(t)
 	repo := "arn:aws:ecr:eu-west-1:123456789012:repository/bowline"
 	env := tpl.ResourceEnv(map[string]string{"StackPrefix": "prod", "ContainerRepositoryArn": repo,
-		"ApiSecretArn":    "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api",
-		"IngestSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ingest",
+		"ApiSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api",
 	}, "eu-west-1", awscalls.Account)
 	p, err := tpl.RolePolicy("TaskExecutionRole", env)
 	if err != nil {
@@ -146,7 +145,8 @@ func TestExecutionRolePullsAndLogsOnlyThisStack(t *testing.T) {
 		{"ecr:BatchGetImage", repo, true},
 		{"ecr:GetDownloadUrlForLayer", repo, true},
 		{"ecr:BatchGetImage", "arn:aws:ecr:eu-west-1:123456789012:repository/other", false},
-		{"logs:PutLogEvents", logs("/bowline/prod/ingest"), true},
+		{"logs:PutLogEvents", logs("/bowline/prod/worker"), true},
+		{"logs:PutLogEvents", logs("/bowline/prod/ingest"), false},
 		{"logs:CreateLogStream", logs("/bowline/prod/anchor"), true},
 		{"logs:PutLogEvents", logs("/bowline/staging/ingest"), false},
 		{"logs:PutLogEvents", logs("/aws/lambda/other"), false},

@@ -13,6 +13,7 @@ import (
 var stackEnv = Env{
 	"StackPrefix": "prod", "AWS::Partition": "aws", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012",
 	"TelemetryTopicRule": "bowline_prod_telemetry", "TelemetryV1TopicRule": "bowline_prod_telemetry_v1",
+	"EventsTopicRule": "bowline_prod_events",
 }
 
 // TestResourceNamesFollowResources: the tables, queues and stream are named
@@ -37,6 +38,8 @@ func TestResourceNamesFollowResources(t *testing.T) {
 		{"TelemetryStateTable", "TableName", n.TelemetryTable()},
 		{"TelemetryConsumerDLQ", "QueueName", n.TelemetryConsumerDLQ()},
 		{"TelemetryStream", "Name", n.TelemetryStream()},
+		{"EventsStream", "Name", n.EventsStream()},
+		{"EventsConsumerDLQ", "QueueName", n.EventsConsumerDLQ()},
 	} {
 		r, ok := tpl.Resources[tc.logical]
 		if !ok {

@@ -164,8 +164,7 @@ func TestNoWildcardActionsOnData(t *testing.T) {
 			}
 			for _, r := range st.Resources {
 				s, err := EvalString(r, Env{"AWS::Partition": "aws", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012",
-					"StackPrefix": "prod", "ApiSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api",
-					"IngestSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ingest"})
+					"StackPrefix": "prod", "ApiSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api"})
 				if err != nil {
 					// GetAtt of a resource of the template: a single resource.
 					if fn, _, ok := intrinsicCall(r); ok && fn == "Fn::GetAtt" {

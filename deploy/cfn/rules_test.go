@@ -13,8 +13,7 @@ import (
 
 // ruleFromTemplate reads a CloudFormation topic rule back into a
 // rules.Spec, failing on anything the stand-in would not run alike: more
-// than one action, an action other than Kinesis on TelemetryStream with
-// TelemetryRuleRole, another SQL version, an error action other than SQS
+// than one action, an action other than Kinesis with TelemetryRuleRole, another SQL version, an error action other than SQS
 // to RuleErrorsQueue with the raw JSON body, a RuleDisabled other than
 // false or !If [<parameter> = "true", false, true].
 func ruleFromTemplate(t *testing.T, tpl *Template, logical string, env Env) rules.Spec {
@@ -47,8 +46,8 @@ func ruleFromTemplate(t *testing.T, tpl *Template, logical string, env Env) rule
 	if spec.PartitionKey, err = rules.ParseTemplate(asString(kin["PartitionKey"])); err != nil {
 		t.Errorf("rule %s PartitionKey: %v", logical, err)
 	}
-	if !RefersTo(kin["StreamName"], "TelemetryStream") || !isGetAtt(kin["RoleArn"], "TelemetryRuleRole", "Arn") {
-		t.Errorf("rule %s Kinesis action = %v; want StreamName !Ref TelemetryStream, RoleArn TelemetryRuleRole.Arn", logical, kin)
+	if !isGetAtt(kin["RoleArn"], "TelemetryRuleRole", "Arn") {
+		t.Errorf("rule %s Kinesis action = %v; want RoleArn TelemetryRuleRole.Arn", logical, kin)
 	}
 	ea := asMap(payload["ErrorAction"])
 	sqs := asMap(ea["Sqs"])
@@ -119,8 +118,11 @@ func TestRulesMatchSpec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stream, _ := EvalString(prop(t, tpl, "TelemetryStream", "Name"), stackEnv); stream != w.Stream(n) {
-			t.Errorf("rule %s acts on TelemetryStream %q; cloud/rules %q", logical, stream, w.Stream(n))
+		kin := asMap(asMap(tpl.Resources[logical].Properties["TopicRulePayload"])["Actions"].([]any)[0])["Kinesis"]
+		_, ref, _ := intrinsicCall(asMap(kin)["StreamName"])
+		logicalStream, _ := ref.(string)
+		if stream, _ := EvalString(prop(t, tpl, logicalStream, "Name"), stackEnv); stream != w.Stream(n) {
+			t.Errorf("rule %s acts on %s %q; cloud/rules %q", logical, logicalStream, stream, w.Stream(n))
 		}
 		if queue, _ := EvalString(prop(t, tpl, "RuleErrorsQueue", "QueueName"), stackEnv); queue != w.ErrorQueue(n) {
 			t.Errorf("rule %s errors to RuleErrorsQueue %q; cloud/rules %q", logical, queue, w.ErrorQueue(n))
@@ -158,6 +160,7 @@ func TestRuleRoleAllowsItsActions(t *testing.T) {
 		want             bool
 	}{
 		{"kinesis:PutRecord", env["TelemetryStream.Arn"], true},
+		{"kinesis:PutRecord", env["EventsStream.Arn"], true},
 		{"sqs:SendMessage", env["RuleErrorsQueue.Arn"], true},
 		{"sqs:SendMessage", env["EventsQueue.Arn"], false},
 		{"kinesis:GetRecords", env["TelemetryStream.Arn"], false},
@@ -201,6 +204,9 @@ func TestGatewayPolicyAllowsEveryAgentTopic(t *testing.T) {
 	batch := func(tenant, thing string) string {
 		return wire.BasicIngestTopic(rules.Telemetry.Name(stack), wire.Topic{Tenant: tenant, Thing: thing, Kind: wire.KindBatch})
 	}
+	events := func(tenant, thing string) string {
+		return wire.BasicIngestTopic(rules.Events.Name(stack), wire.Topic{Tenant: tenant, Thing: thing, Kind: wire.KindEvents})
+	}
 	allowed := []op{
 		{"iot:Connect", "client/gw-1"},
 		{"iot:Publish", "topic/" + batch("t1", "gw-1")},
@@ -211,6 +217,7 @@ func TestGatewayPolicyAllowsEveryAgentTopic(t *testing.T) {
 	}
 	for _, b := range bowls {
 		allowed = append(allowed,
+			op{"iot:Publish", "topic/" + events("t1", b)},
 			op{"iot:Publish", "topic/" + topic("t1", b, wire.KindEvents)},
 			op{"iot:Publish", "topic/" + topic("t1", b, wire.KindTelemetry)})
 	}
@@ -225,6 +232,12 @@ func TestGatewayPolicyAllowsEveryAgentTopic(t *testing.T) {
 		{"iot:Publish", "topic/" + batch("t1", "gw-2")},
 		{"iot:Publish", "topic/" + batch("t2", "gw-1")},
 		{"iot:Publish", "topic/" + topic("t1", "gw-2", wire.KindEvents)},
+		// Events only to this stack's rule, only its own and its bowls'.
+		{"iot:Publish", "topic/" + events("t1", "gw-2")},
+		{"iot:Publish", "topic/" + events("t2", "gw-1")},
+		{"iot:Publish", "topic/" + events("t1", "gw-10")},
+		{"iot:Publish", "topic/" + wire.BasicIngestTopic(rules.Events.Name("staging"), wire.Topic{Tenant: "t1", Thing: "gw-1", Kind: wire.KindEvents})},
+		{"iot:Publish", "topic/" + wire.BasicIngestTopic(rules.Events.Name(stack), wire.Topic{Tenant: "t1", Thing: "gw-1", Kind: wire.KindBatch})},
 		{"iot:Publish", "topic/" + topic("t2", "gw-1", wire.KindEvents)},
 		{"iot:Publish", "topic/" + topic("t1", "gw-2:kitchen", wire.KindTelemetry)},
 		{"iot:Publish", "topic/" + topic("t1", "gw-2", wire.KindStatus)},

@@ -19,7 +19,6 @@ func TestTaskSecretsComeFromSecretsManager(t *testing.T) {
 	tpl := stackTemplate(t)
 	env := maps.Clone(stackEnv)
 	env["ApiSecretArn"] = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-api-AbCdEf"
-	env["IngestSecretArn"] = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-ingest-AbCdEf"
 	var readable []string
 	stmts, _, err := tpl.RoleStatements("TaskExecutionRole")
 	if err != nil {
@@ -74,7 +73,7 @@ func TestTaskSecretsComeFromSecretsManager(t *testing.T) {
 			}
 		}
 	}
-	if secrets < 5 {
-		t.Errorf("task definitions hold %d secrets; want at least the ingest key and certificate and the API's three", secrets)
+	if secrets < 3 {
+		t.Errorf("task definitions hold %d secrets; want at least the API's three", secrets)
 	}
 }

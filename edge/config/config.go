@@ -94,6 +94,14 @@ type File struct {
 		BatchInterval Duration `json:"batch_interval"`
 		AckTimeout    Duration `json:"ack_timeout"`
 	} `json:"telemetry"`
+	// Events says how bowl events reach the cloud (forward.Config.EventsRule).
+	Events struct {
+		// Rule is the stack's events rule, bowline_<stack>_events: events go
+		// to it by AWS IoT Basic Ingest. Empty: through the broker on
+		// dt/bowline/<tenant>/<thing>/events (v1), which a cloud accepts
+		// until its events cut-over (docs/events-path.md).
+		Rule string `json:"rule"`
+	} `json:"events"`
 	Detect struct {
 		FoodLowG float64 `json:"food_low_g"`
 		EmptyG   float64 `json:"empty_g"`
@@ -194,6 +202,7 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.Var(durFlag{&f.Outbox.EventTTL}, "outbox-event-ttl", "drop events that waited in the outbox longer than this (default 0: never)")
 	fs.StringVar(&f.Telemetry.Wire, "telemetry-wire", f.Telemetry.Wire, `telemetry format: "v2" (default) sends one binary batch of every bowl per --telemetry-batch-interval through AWS IoT Basic Ingest and deletes telemetry only when the cloud acknowledges it; "v1" sends JSON per bowl to dt/bowline/<tenant>/<thing>/telemetry and deletes it on PUBACK, for a cloud without the telemetry stream`)
 	fs.StringVar(&f.Telemetry.Rule, "telemetry-rule", f.Telemetry.Rule, "AWS IoT rule that takes the batches, bowline_<stack>_telemetry (e.g. bowline_dev_telemetry); required for v2")
+	fs.StringVar(&f.Events.Rule, "events-rule", f.Events.Rule, "AWS IoT rule that takes bowl events by Basic Ingest, bowline_<stack>_events (e.g. bowline_dev_events); empty: events go through the broker on dt/bowline/<tenant>/<thing>/events (v1, accepted by a cloud until its events cut-over)")
 	fs.Var(durFlag{&f.Telemetry.BatchInterval}, "telemetry-batch-interval", "v2: how often the batch of every bowl's new telemetry is sent (default 1m)")
 	fs.Var(durFlag{&f.Telemetry.AckTimeout}, "telemetry-ack-timeout", "v2: telemetry sent and not acknowledged by the cloud this long after is sent again; must exceed the cloud's 20m ack cadence plus the batch interval (default 30m)")
 	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
@@ -281,7 +290,7 @@ func (f File) Agent() (agent.Config, error) {
 		InFlight: f.MQTT.InFlight, Rate: f.MQTT.Rate, ByteRate: f.MQTT.ByteRate,
 		PubackTimeout: time.Duration(f.MQTT.PubackTimeout), MaxPayload: f.MQTT.MaxPayload, MaxBatchSamples: f.MQTT.MaxBatchSamples,
 		BackoffMin: time.Duration(f.MQTT.BackoffMin), BackoffMax: time.Duration(f.MQTT.BackoffMax),
-		Wire: f.Telemetry.Wire, Rule: f.Telemetry.Rule,
+		Wire: f.Telemetry.Wire, Rule: f.Telemetry.Rule, EventsRule: f.Events.Rule,
 		BatchInterval: time.Duration(f.Telemetry.BatchInterval), AckTimeout: time.Duration(f.Telemetry.AckTimeout),
 	}
 	if err := c.Forward.Validate(); err != nil {

@@ -17,7 +17,8 @@ func TestFileAndFlags(t *testing.T) {
 	  "inputs":["serial:/dev/ttyAMA0@115200"],
 	  "outbox":{"path":"` + filepath.Join(dir, "o.db") + `","max_bytes":1048576,"telemetry_ttl":"48h"},
 	  "mqtt":{"rate":50,"keepalive":"45s"},
-	  "telemetry":{"rule":"bowline_dev_telemetry","ack_timeout":"40m"}}`
+	  "telemetry":{"rule":"bowline_dev_telemetry","ack_timeout":"40m"},
+	  "events":{"rule":"bowline_dev_events"}}`
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +40,9 @@ func TestFileAndFlags(t *testing.T) {
 	}
 	if c.Forward.Wire != "" || c.Forward.Rule != "bowline_dev_telemetry" || c.Forward.BatchInterval != 2*time.Minute || c.Forward.AckTimeout != 40*time.Minute {
 		t.Fatalf("telemetry = wire %q rule %q interval %s timeout %s; want v2 (default), bowline_dev_telemetry, 2m (flag), 40m (file)", c.Forward.Wire, c.Forward.Rule, c.Forward.BatchInterval, c.Forward.AckTimeout)
+	}
+	if c.Forward.EventsRule != "bowline_dev_events" {
+		t.Fatalf("events rule = %q; want bowline_dev_events (file)", c.Forward.EventsRule)
 	}
 	if len(c.Inputs) != 2 || c.Inputs[1].Path != "/run/b.sock" {
 		t.Fatalf("inputs = %+v; want the file's and the flag's", c.Inputs)

@@ -79,6 +79,15 @@ type Config struct {
 	// wire.RuleName(stack, wire.TelemetryRule), e.g.
 	// "bowline_dev_telemetry". Required for WireV2.
 	Rule string
+	// EventsRule is the AWS IoT topic rule that takes events by Basic
+	// Ingest, wire.RuleName(stack, wire.EventsRule), e.g.
+	// "bowline_dev_events": events go to
+	// $aws/rules/<EventsRule>/dt/bowline/<tenant>/<thing>/events, which
+	// puts them into the cloud's events stream (docs/events-path.md).
+	// Empty (v1): events go through the broker on
+	// dt/bowline/<tenant>/<thing>/events, which a cloud accepts until its
+	// events cut-over. Either way an event leaves the outbox on its PUBACK.
+	EventsRule string
 	// BatchInterval is how often a telemetry batch is built and sent
 	// (WireV2). A backlog larger than BatchMaxSamples is sent in
 	// consecutive batches without waiting. Default 1 minute.
@@ -198,6 +207,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("forward config: backoff_min %s, backoff_max %s: want 0 <= min <= max", c.BackoffMin, c.BackoffMax)
 	case c.KeepAlive < 0 || c.ConnectTimeout < 0:
 		return fmt.Errorf("forward config: keepalive %s, connect_timeout %s: must not be negative", c.KeepAlive, c.ConnectTimeout)
+	}
+	if c.EventsRule != "" && !validRule(c.EventsRule) {
+		return fmt.Errorf("forward config: events rule %q: want 1-128 ASCII letters, digits or '_' (an AWS IoT rule name)", c.EventsRule)
 	}
 	return c.validateTelemetry()
 }

@@ -3,10 +3,13 @@
 // (docs/contract.md, "MQTT topics and payloads"; docs/telemetry-path.md,
 // "The gateway").
 //
-// Events go to dt/bowline/<tenant>/<thing>/events, QoS 1, one message per
-// event, published before any telemetry, and leave the outbox on their
-// PUBACK: the forwarder calls Source.Ack from the publish token's
-// completion, never before.
+// Events go QoS 1, one message per event, published before any
+// telemetry, to $aws/rules/<EventsRule>/dt/bowline/<tenant>/<thing>/events
+// through AWS IoT Basic Ingest (the cloud's events rule puts them into its
+// events stream, docs/events-path.md), or, without an EventsRule (v1), to
+// dt/bowline/<tenant>/<thing>/events through the broker. They leave the
+// outbox on their PUBACK: the forwarder calls Source.Ack from the publish
+// token's completion, never before.
 //
 // Telemetry has two wire formats (Config.Wire):
 //

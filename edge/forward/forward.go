@@ -327,7 +327,7 @@ func (p *pump) round() (int, error) {
 				p.f.cfg.Logger.Error("event larger than max payload; kept in the outbox, not sent", "thing", thing, "seq", r.Seq, "bytes", len(payload), "err", ErrTooLarge)
 				continue
 			}
-			if err := p.publish(outbox.Events, 1, p.f.cfg.topic(thing, wire.KindEvents), payload, p.ackSource(outbox.Events, thing, r.Seq, r.Seq), nil); err != nil {
+			if err := p.publish(outbox.Events, 1, p.f.cfg.eventsTopic(thing), payload, p.ackSource(outbox.Events, thing, r.Seq, r.Seq), nil); err != nil {
 				return n, err
 			}
 			n++

@@ -15,6 +15,16 @@ func (c Config) topic(thing, kind string) string {
 	return wire.Topic{Tenant: c.Tenant, Thing: thing, Kind: kind}.String()
 }
 
+// eventsTopic is where thing's events go: by Basic Ingest to EventsRule,
+// or, without one, through the broker on its events topic.
+func (c Config) eventsTopic(thing string) string {
+	t := wire.Topic{Tenant: c.Tenant, Thing: thing, Kind: wire.KindEvents}
+	if c.EventsRule == "" {
+		return t.String()
+	}
+	return wire.BasicIngestTopic(c.EventsRule, t)
+}
+
 // encodeTelemetry encodes b as sent at sentAt (zero: no sent_at).
 func encodeTelemetry(b outbox.Batch, sentAt time.Time) ([]byte, error) {
 	m := wire.TelemetryMessage{V: wire.Version, Thing: b.Thing, Seq: b.First, Samples: make([]wire.Sample, len(b.Samples)), SentAt: sentAt.UTC()}

@@ -422,3 +422,31 @@ func TestBytesPerSampleOfAMinute(t *testing.T) {
 		})
 	}
 }
+
+// With an events rule, events go by Basic Ingest to that rule, each on its
+// thing's events topic under the rule's prefix, and still leave the outbox
+// on their PUBACK; without one they go through the broker (the test
+// above).
+func TestEventsGoToTheEventsRule(t *testing.T) {
+	o := openOutbox(t)
+	if err := o.Append(t.Context(), []outbox.Entry{event("gw-1", "e1"), event("gw-1:kitchen", "e2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, nil)
+	const rule = "bowline_dev_events"
+	runForwarder(t, Config{Broker: b.URL, EventsRule: rule, BatchInterval: time.Hour, AckTimeout: 2 * time.Hour}, o)
+	msgs := dataMessages(b.waitFor(t, 30*time.Second, "two events", func(m []mqttbroker.Message) bool { return len(dataMessages(m)) >= 2 }))
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Topic)
+	}
+	want := []string{
+		wire.BasicIngestTopic(rule, wire.Topic{Tenant: "t1", Thing: "gw-1", Kind: wire.KindEvents}),
+		wire.BasicIngestTopic(rule, wire.Topic{Tenant: "t1", Thing: "gw-1:kitchen", Kind: wire.KindEvents}),
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("event topics = %v; want %v", got, want)
+	}
+	testkit.WaitFor(t, "the events removed on PUBACK", 30*time.Second, func() bool { s, _ := o.Stats(); return s.Events.Records == 0 })
+}

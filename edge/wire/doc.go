@@ -5,12 +5,15 @@
 //
 // # Topics
 //
-//	dt/bowline/<tenant>/<thing>/telemetry   TelemetryMessage, QoS 1
-//	dt/bowline/<tenant>/<thing>/events      EventMessage, QoS 1
+//	dt/bowline/<tenant>/<thing>/telemetry   TelemetryMessage, QoS 1 (v1)
+//	dt/bowline/<tenant>/<thing>/events      EventMessage, QoS 1, by Basic Ingest to
+//	                                        the events rule (BasicIngestTopic,
+//	                                        EventsRule), or through the broker (v1)
 //	dt/bowline/<tenant>/<thing>/status      StatusMessage, retained (the gateway's last will)
 //
-// Tenant and thing are names (ValidName), as is an event's id. Ingest takes
-// the tenant from the topic only, never from a payload.
+// Tenant and thing are names (ValidName), as is an event's id. The cloud
+// takes the tenant from the topic only (the rule copies it into the
+// record), never from a payload.
 //
 // # Payloads
 //

@@ -28,6 +28,12 @@ const (
 // gateway batches into the telemetry stream; RuleName scopes it by stack.
 const TelemetryRule = "telemetry"
 
+// EventsRule is the base name of the AWS IoT topic rule that puts bowl
+// events, published by Basic Ingest to
+// $aws/rules/<rule>/dt/bowline/<tenant>/<thing>/events, into the events
+// stream with the tenant as partition key (docs/events-path.md).
+const EventsRule = "events"
+
 // TelemetryV1Rule is the base name of the rule that carries the v1 JSON
 // telemetry of gateways not yet upgraded into the same stream.
 const TelemetryV1Rule = "telemetry_v1"

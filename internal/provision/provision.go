@@ -67,6 +67,8 @@ type Options struct {
 	EventsVisibility time.Duration
 	// TelemetryShards is the Kinesis shard count. Zero means 1.
 	TelemetryShards int32
+	// EventsShards is the events stream's shard count. Zero means 1.
+	EventsShards int32
 }
 
 // TableSpec is one DynamoDB table as Provision creates it: on-demand, a
@@ -199,6 +201,11 @@ func PlanFor(n resources.Names, opts Options) Plan {
 				"MessageRetentionPeriod": maxRetention,
 				"SqsManagedSseEnabled":   "true",
 			}},
+			// The events event source's on-failure destination, alike.
+			{Name: n.EventsConsumerDLQ(), Attributes: map[string]string{
+				"MessageRetentionPeriod": maxRetention,
+				"SqsManagedSseEnabled":   "true",
+			}},
 		},
 	}
 }
@@ -209,6 +216,9 @@ func (o *Options) defaults() {
 	}
 	if o.TelemetryShards == 0 {
 		o.TelemetryShards = 1
+	}
+	if o.EventsShards == 0 {
+		o.EventsShards = 1
 	}
 }
 
@@ -239,11 +249,17 @@ func Provision(ctx context.Context, cfg aws.Config, n resources.Names, opts Opti
 		}
 	}
 	if want(Streams) {
-		ks, err := ensureStream(ctx, kinesis.NewFromConfig(cfg), n.TelemetryStream(), opts.TelemetryShards)
-		if err != nil {
-			return rep, err
+		kc := kinesis.NewFromConfig(cfg)
+		for _, s := range []struct {
+			name   string
+			shards int32
+		}{{n.TelemetryStream(), opts.TelemetryShards}, {n.EventsStream(), opts.EventsShards}} {
+			ks, err := ensureStream(ctx, kc, s.name, s.shards)
+			if err != nil {
+				return rep, err
+			}
+			rep.Resources = append(rep.Resources, ks)
 		}
-		rep.Resources = append(rep.Resources, ks)
 	}
 	return rep, nil
 }

@@ -95,6 +95,18 @@ func (n Names) PipesDLQ() string { return n.name("pipes-dlq") }
 // system of record of every sample (docs/telemetry-path.md).
 func (n Names) TelemetryStream() string { return n.name("telemetry") }
 
+// EventsStream is the Kinesis stream of bowl events: the events topic
+// rule puts every event a gateway publishes into it with the tenant as
+// partition key, and the events consumer (`bowline ingest`) emits them
+// into the chain (docs/events-path.md). A Kinesis stream and a DynamoDB
+// table live in different namespaces, so it shares EventsTable's name.
+func (n Names) EventsStream() string { return n.name("events") }
+
+// EventsConsumerDLQ is the standard queue the events stream's event
+// source mapping describes every batch it gave up on (its records older
+// than the stream's retention), as TelemetryConsumerDLQ is for telemetry.
+func (n Names) EventsConsumerDLQ() string { return n.name("events-consumer-dlq") }
+
 // TelemetryTable holds the telemetry consumer's state: per gateway the seq
 // spans it has seen in the stream and when it last acknowledged them
 // (GW#), and per bowl the bounded rollups the console reads (ROLLUP#).
@@ -117,6 +129,12 @@ func (n Names) TelemetryConsumerDLQ() string { return n.name("telemetry-consumer
 // any consumer outage we plan for, since the stream is the system of record
 // until a gateway has been told its data is durable (docs/telemetry-path.md).
 const TelemetryRetentionHours = 168
+
+// EventsRetentionHours is the events stream's retention: a bowl event is
+// durable once its record is in the stream (the gateway forgot it at the
+// rules engine's PUBACK), so the stream keeps it longer than any consumer
+// outage we plan for (docs/events-path.md).
+const EventsRetentionHours = 168
 
 // EventsMaxReceiveCount is the events queue's redrive maxReceiveCount: the
 // number of receives after which SQS moves a message to EventsDLQ. It is a

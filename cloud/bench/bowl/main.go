@@ -5,14 +5,16 @@
 //
 // For every bowl.meal_finished it takes three instants on the wall clock:
 //
-//   - publish: the broker receives the agent's PUBLISH (and PUBACKs it),
-//     seen by a plain subscriber beside ingest's shared subscription;
-//   - emitted: ingest acknowledges the message, after engine.Emit
-//     committed the event (ingest's Observer.Acked);
+//   - publish: the broker receives the agent's PUBLISH to the events
+//     rule's Basic Ingest topic (and PUBACKs it), seen by a plain
+//     subscriber beside the rule stand-in;
+//   - emitted: ingest has the event durable, after engine.Emit committed
+//     it and its seq row was written (ingest's Observer.Acked), having
+//     read it from the events stream;
 //   - done: the record_intake handler returned (a wrapper around it).
 //
 // and reports p50/p90/p99/max of publish->done (the end-to-end latency),
-// publish->emitted (ingest) and emitted->done (stream, relay, events.fifo,
+// publish->emitted (rule stand-in, events stream, event source, ingest) and emitted->done (stream, relay, events.fifo,
 // worker, inbox, handler). The bowls' telemetry runs alongside, so the
 // figures are under that load; --speed and --rate set how much.
 //
@@ -40,6 +42,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/latency"
@@ -166,7 +169,7 @@ func run(ctx context.Context, bowls, pets int, speed, days float64, rate, startH
 		return Result{}, err
 	}
 	defer sys.Close()
-	tap, err := subscribeTap(sys.Report().Endpoints.MQTT, st)
+	tap, err := subscribeTap(sys.Report().Endpoints.MQTT, rules.Events.BasicIngestFilter(names.Stack), st)
 	if err != nil {
 		return Result{}, err
 	}
@@ -236,15 +239,15 @@ func run(ctx context.Context, bowls, pets int, speed, days float64, rate, startH
 	}, nil
 }
 
-// subscribeTap subscribes a plain client to every bowl's events topic and
-// stamps each meal's arrival at the broker.
-func subscribeTap(broker string, st *stamps) (paho.Client, error) {
+// subscribeTap subscribes a plain client to filter, the events rule's
+// Basic Ingest topics, and stamps each meal's arrival at the broker.
+func subscribeTap(broker, filter string, st *stamps) (paho.Client, error) {
 	o := paho.NewClientOptions().AddBroker(broker).SetClientID("bench-bowl-tap-" + randHex(4)).SetCleanSession(true)
 	c := paho.NewClient(o)
 	if t := c.Connect(); !t.WaitTimeout(10*time.Second) || t.Error() != nil {
 		return nil, fmt.Errorf("tap connect to %s: %v", broker, t.Error())
 	}
-	t := c.Subscribe(wire.Filter(wire.KindEvents), 0, func(_ paho.Client, m paho.Message) {
+	t := c.Subscribe(filter, 0, func(_ paho.Client, m paho.Message) {
 		now := time.Now()
 		var ev struct {
 			Thing string `json:"thing"`

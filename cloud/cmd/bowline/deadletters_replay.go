@@ -66,9 +66,9 @@ func deadLettersReplayCmd(ctx context.Context, args []string, stdout io.Writer) 
 		return err
 	}
 	defer stack.Close()
-	// An Ingester that is never Run: Replay uses its registry, decoder and
-	// emitter only, so the broker URL is not contacted.
-	in, err := stack.Ingest(ingest.Config{Broker: cli.EnvDefault("BOWLINE_MQTT_URL", "tcp://127.0.0.1:1883"), ClientID: "bowline-dead-letters-replay", Logger: log})
+	// An Ingester behind no event source: Replay uses its registry,
+	// decoder and emitter only.
+	in, err := stack.Ingest(ingest.Config{Logger: log})
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,12 @@ import (
 )
 
 func main() {
-	// In the consumer's Lambda package the binary is named bootstrap and
-	// started without arguments (deploy/cloudformation, ConsumerFunction).
+	// In the consumers' Lambda package the binary is named bootstrap and
+	// started without arguments (deploy/cloudformation, ConsumerFunction
+	// and IngestFunction): it runs BOWLINE_LAMBDA_COMMAND, consume when
+	// unset.
 	if filepath.Base(os.Args[0]) == "bootstrap" && len(os.Args) == 1 {
-		os.Args = append(os.Args, "consume")
+		os.Args = append(os.Args, lambdaCommand(os.Getenv("BOWLINE_LAMBDA_COMMAND")))
 	}
 	cli.App{
 		Name:    "bowline",
@@ -23,7 +25,7 @@ func main() {
 		Commands: []cli.Command{
 			{Name: "dev", Summary: "run the whole system locally (emulators, provisioning, services)", Run: runDev},
 			{Name: "provision", Summary: "create every table, stream and queue, idempotently", Run: runProvision},
-			{Name: "ingest", Summary: "MQTT -> Emit (bowl events; telemetry goes through the topic rules)", Run: runIngest},
+			{Name: "ingest", Summary: "Kinesis events -> Emit (the events consumer, Lambda's event source stand-in)", Run: runIngest},
 			{Name: "rules", Summary: "MQTT -> Kinesis (the AWS IoT topic rules stand-in)", Run: runRules},
 			{Name: "relay", Summary: "DynamoDB Streams -> SQS (the EventBridge Pipe stand-in)", Run: runRelay},
 			{Name: "consume", Summary: "Kinesis telemetry -> the telemetry consumer (Lambda's event source stand-in)", Run: runConsume},
@@ -34,9 +36,19 @@ func main() {
 			{Name: "verify-chain", Summary: "verify tenants' hash chains", Run: runVerifyChain},
 			{Name: "anchor", Summary: anchorSummary, Run: runAnchor},
 			{Name: "dead-letters", Summary: "list dead letters; replay ingest's (dead-letters replay)", Run: runDeadLetters},
+			{Name: "rule-errors", Summary: "put the topic rules' failed messages back into their streams (rule-errors replay)", Run: runRuleErrors},
 			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: runRedrive},
 			{Name: "catalog", Summary: "print the event catalog, or check the contract", Run: runCatalog},
 			{Name: "devices", Summary: "manage the device registry (devices register)", Run: runDevices},
 		},
 	}.Main()
+}
+
+// lambdaCommand is the subcommand a Lambda function runs: ingest or
+// consume (the default).
+func lambdaCommand(env string) string {
+	if env == "ingest" {
+		return "ingest"
+	}
+	return "consume"
 }

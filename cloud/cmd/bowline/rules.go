@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/app"
-	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/cloud/telemetry"
 	"github.com/bowline-iot/bowline/internal/cli"
@@ -19,23 +18,27 @@ func runRules(ctx context.Context, args []string) error { return rulesCmd(ctx, a
 
 func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline rules", "MQTT -> Kinesis, the local stand-in for the AWS IoT topic rules",
-		"bowline rules [--broker tcp://host:port] [--client-id ID] [--legacy-telemetry-v1=false] [--metrics-addr host:port]\n\n"+
-			"Runs the telemetry rules of cloud/rules as AWS IoT would: subscribes (QoS 1, persistent\n"+
-			"session) to $aws/rules/bowline_<stack>_telemetry/dt/bowline/+/+/batch (Basic Ingest) and,\n"+
-			"while the v1 rule is on, to $aws/rules/bowline_<stack>_telemetry_v1/dt/bowline/+/+/telemetry\n"+
-			"and dt/bowline/+/+/telemetry; writes {\"v\":2,\"tenant\",\"gateway\",\"received_at\",\"payload\"}\n"+
-			"records to the telemetry stream (partition key = gateway) and acknowledges a message only\n"+
-			"once its record is in the stream. A record Kinesis refuses --max-attempts times goes to the\n"+
+		"bowline rules [--broker tcp://host:port] [--client-id ID] [--legacy-telemetry-v1=false] [--legacy-events-v1=false] [--metrics-addr host:port]\n\n"+
+			"Runs the topic rules of cloud/rules as AWS IoT would: subscribes (QoS 1, persistent\n"+
+			"session) to $aws/rules/bowline_<stack>_telemetry/dt/bowline/+/+/batch and\n"+
+			"$aws/rules/bowline_<stack>_events/dt/bowline/+/+/events (Basic Ingest); while the v1\n"+
+			"telemetry rule is on, to $aws/rules/bowline_<stack>_telemetry_v1/dt/bowline/+/+/telemetry\n"+
+			"and dt/bowline/+/+/telemetry; until the events cut-over, to dt/bowline/+/+/events (v1\n"+
+			"gateways publish events through the broker). Writes {\"v\":2,\"tenant\",\"gateway\",\n"+
+			"\"received_at\",\"payload\"} records to the telemetry stream (partition key = gateway) or\n"+
+			"the events stream (partition key = tenant) and acknowledges a message only once its\n"+
+			"record is in the stream. A record Kinesis refuses --max-attempts times goes to the\n"+
 			"rule-errors queue as an AWS error action message (metric bowline_rules_errors_total).\n"+
 			"Environment: BOWLINE_MQTT_URL, BOWLINE_MQTT_CERT/KEY/CA, BOWLINE_STACK and the standard AWS SDK variables.")
 	broker := fs.String("broker", "", "MQTT broker URL (default: env BOWLINE_MQTT_URL, else tcp://127.0.0.1:1883)")
 	clientID := fs.String("client-id", "", "MQTT client id of the persistent session (default bowline-rules-<stack>)")
 	legacy := fs.Bool("legacy-telemetry-v1", true, "run the telemetry_v1 rule too (the template's LegacyTelemetryV1; false after the cut-over)")
+	legacyEvents := fs.Bool("legacy-events-v1", true, "take v1 events published through the broker on dt/bowline/+/+/events too (false after the events cut-over, docs/events-path.md)")
 	maxAttempts := fs.Int("max-attempts", rules.DefaultMaxAttempts, "PutRecords attempts of a record before it goes to the error queue")
 	linger := fs.Duration("linger", 20*time.Millisecond, "how long a Kinesis batch waits for more records")
 	drain := fs.Duration("drain-timeout", 15*time.Second, "on shutdown, how long records in progress get to reach the stream")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")
-	var tlsFiles ingest.TLSFiles
+	var tlsFiles rules.TLSFiles
 	// Empty defaults, filled from the environment after parsing, so --help
 	// never prints a key (docs/security.md).
 	fs.StringVar(&tlsFiles.Cert, "cert", "", "client certificate for mTLS: PEM text or a file path (default: env BOWLINE_MQTT_CERT)")
@@ -60,9 +63,12 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	specs := []rules.Spec{rules.Telemetry}
+	specs := []rules.Spec{rules.Telemetry, rules.Events}
 	if *legacy {
 		specs = append(specs, rules.TelemetryV1)
+	}
+	if !*legacyEvents {
+		specs[1] = rules.Events.WithoutBroker()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	reg := app.NewRegistry()

@@ -58,15 +58,15 @@ func TestNoSecretInHelpOrUsageErrors(t *testing.T) {
 	}
 }
 
-// TestIngestKeyWithoutArmourIsNotEchoed: a key without its PEM armour is
+// TestMQTTKeyWithoutArmourIsNotEchoed: a key without its PEM armour is
 // taken for a file path; the error says so without repeating the value.
-func TestIngestKeyWithoutArmourIsNotEchoed(t *testing.T) {
+func TestMQTTKeyWithoutArmourIsNotEchoed(t *testing.T) {
 	cert := "BOWLINE_MQTT_CERT=-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-	out := runBowline(t, []string{cert}, "ingest")
+	out := runBowline(t, []string{cert}, "rules")
 	if strings.Contains(out, "sEcReT") {
-		t.Fatalf("bowline ingest echoed the key:\n%s", out)
+		t.Fatalf("bowline rules echoed the key:\n%s", out)
 	}
 	if !strings.Contains(out, "client key") || !strings.Contains(out, "not shown") {
-		t.Errorf("bowline ingest output %q; want an error naming the client key without its value", out)
+		t.Errorf("bowline rules output %q; want an error naming the client key without its value", out)
 	}
 }

@@ -21,8 +21,13 @@ const runUsage = `bowline-edge run [--config FILE] [flags]
 Reads the bowls' MCU frames (serial, pty or unix socket), makes every reading
 durable in a bbolt outbox before the MCU is acknowledged, detects meals,
 refills, food-low and empty on the gateway, and forwards over MQTT (QoS 1):
-events at once to dt/bowline/<tenant>/<thing>/events (removed on PUBACK),
-then telemetry.
+events at once, then telemetry.
+
+Events (--events-rule): with a rule, by AWS IoT Basic Ingest to
+$aws/rules/<rule>/dt/bowline/<tenant>/<thing>/events, which puts them into the
+cloud's events stream (e.g. bowline_prod_events); without one (v1), through the
+broker on dt/bowline/<tenant>/<thing>/events, accepted by a cloud until its
+events cut-over. Either way an event is removed on its PUBACK.
 
 Telemetry (--telemetry-wire):
   v2 (default)  every --telemetry-batch-interval (1m), one binary batch of
@@ -42,7 +47,8 @@ The config file is JSON with the same options as the flags (flags win):
    "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
    "mqtt":{"rate":20,"in_flight":20,"puback_timeout":"20s"},
    "telemetry":{"wire":"v2","rule":"bowline_prod_telemetry",
-                "batch_interval":"1m","ack_timeout":"30m"}}
+                "batch_interval":"1m","ack_timeout":"30m"},
+   "events":{"rule":"bowline_prod_events"}}
 
 MQTT limits default well under AWS IoT Core's per-connection quotas (20
 publishes/s, 20 in flight, 128 KiB/s; AWS allows 100/s, 100, 512 KiB/s). A

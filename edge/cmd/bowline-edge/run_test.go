@@ -39,7 +39,7 @@ func TestRunHelpDocumentsEveryOption(t *testing.T) {
 		"-mqtt-in-flight", "-mqtt-rate", "-mqtt-byte-rate", "-mqtt-puback-timeout", "-mqtt-max-payload", "-mqtt-keepalive", "-mqtt-backoff-min", "-mqtt-backoff-max",
 		"-outbox", "-outbox-max-bytes", "-outbox-disk-headroom", "-outbox-event-reserve", "-outbox-telemetry-ttl", "-outbox-event-ttl",
 		"-input", "-status-addr", "-insecure-open-status", "-insecure-plain-broker", "-recover", "-detect-food-low-g", "-detect-empty-g",
-		"-telemetry-wire", "-telemetry-rule", "-telemetry-batch-interval", "-telemetry-ack-timeout"} {
+		"-telemetry-wire", "-telemetry-rule", "-telemetry-batch-interval", "-telemetry-ack-timeout", "-events-rule"} {
 		if !strings.Contains(out, opt+" ") && !strings.Contains(out, opt+"\n") {
 			t.Errorf("run --help does not document %s", opt)
 		}

@@ -1,4 +1,4 @@
-package ingest
+package rules
 
 import (
 	"crypto/tls"
