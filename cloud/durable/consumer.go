@@ -103,8 +103,10 @@ func (c *Consumer) Handle(ctx context.Context, recs []Record) (Result, error) {
 }
 
 // Flush does the end-of-call work for everything this process holds,
-// rollups regardless of RollupEvery: call it on shutdown, or on a timer
-// so that a quiet gateway's due ack does not wait for its next record.
+// rollups of windows still open included: call it on shutdown, or on a
+// timer so that a quiet gateway's due ack does not wait for its next
+// record (each call writes the open windows' minutes so far as a row of
+// their own: a timer much shorter than RollupEvery costs rows).
 func (c *Consumer) Flush(ctx context.Context) {
 	var (
 		gws   []*gwState
@@ -171,7 +173,7 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 				bowls = append(bowls, b)
 			}
 			b.mu.Lock()
-			b.add(fix.correct(x.at), x.kind, x.value, c.cfg.Now())
+			b.add(fix.correct(x.at), x.kind, x.value, c.window(), c.cfg.Now())
 			b.mu.Unlock()
 		}
 		if t.tidy(before) {
@@ -294,10 +296,11 @@ func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time)
 func (c *Consumer) finishBowl(ctx context.Context, b *bowlRollup, now time.Time, force bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.pending() || (!force && !b.evicted.Load() && c.cfg.RollupEvery > 0 && now.Sub(b.written) < c.cfg.RollupEvery) {
+	all := force || b.evicted.Load() || c.cfg.RollupEvery == 0
+	if !b.pending() || (!all && !c.due(b, now)) {
 		return
 	}
-	if err := c.writeRollup(ctx, b, now); err != nil {
+	if err := c.writeRollup(ctx, b, now, all); err != nil {
 		c.log.Warn("rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
 	}
 }
