@@ -27,6 +27,12 @@ const (
 	StageAcks Stage = "acks"
 	// StageQueues: SQS and EventBridge Pipes requests.
 	StageQueues Stage = "queues"
+	// StageEvents: the bowl events' path (ingress, ingest's handler and
+	// Emit, the Pipes, events.fifo, the worker and its subscribers, the
+	// record-changes queue), counted in a pass of its own and added in
+	// proportion to the fleet's events; the Pipes and SQS lines are
+	// measured only with it.
+	StageEvents Stage = "events"
 )
 
 // MessageCount is a number of AWS IoT Core messages and the 5 KB units

@@ -293,11 +293,11 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 			k.add(DynamoDBStreamsRead, float64(c.StreamsGetRecords)*s.bowlMonth)
 			return k
 		}},
-		{name: CompPipes, stage: StageQueues, inTotal: true, cost: func(s scale, _ int) (k cost) {
+		{name: CompPipes, stage: StageEvents, inTotal: true, cost: func(s scale, _ int) (k cost) {
 			k.add(PipesRequests, float64(c.PipesRequests)*s.bowlMonth)
 			return k
 		}},
-		{name: CompSQS, stage: StageQueues, inTotal: true, cost: func(s scale, _ int) (k cost) {
+		{name: CompSQS, stage: StageEvents, inTotal: true, cost: func(s scale, _ int) (k cost) {
 			k.add(SQSStandard, float64(c.SQSRequests)*s.bowlMonth)
 			k.add(SQSFIFO, float64(c.SQSFIFORequests)*s.bowlMonth)
 			return k
