@@ -10,7 +10,7 @@ import (
 // a run could not measure is named in Counts.NotMeasured.
 type Stage string
 
-// The stages of the telemetry path.
+// The stages of the data path.
 const (
 	// StageBroker: connections and MQTT messages, counted at the broker
 	// (internal/mqttbroker.Meter).
@@ -114,6 +114,9 @@ type Counts struct {
 	// SQS and Pipes requests in 64 KB chunks; Pipes the pipes on the path.
 	SQSRequests     int64 `json:"sqs_requests"`
 	SQSFIFORequests int64 `json:"sqs_fifo_requests"`
+	// SQSFIFOMessages is the messages sent to FIFO queues (the events
+	// Pipe's), what the FIFO throughput quota counts.
+	SQSFIFOMessages int64 `json:"sqs_fifo_messages"`
 	PipesRequests   int64 `json:"pipes_requests"`
 	Pipes           int   `json:"pipes"`
 

@@ -413,7 +413,9 @@ func quotaLines(c Counts, m Model, scales []scale, shards []int) []QuotaLine {
 		{QDynamoTableW, StageConsumer, func(s scale, _ int) float64 { return maxOf(c.WRU) * s.bowlRate * peak }},
 		{QDynamoTableR, StageConsumer, func(s scale, _ int) float64 { return maxOf(c.RRU) * s.bowlRate * peak }},
 		{QDynamoAccount, StageConsumer, func(s scale, _ int) float64 { return sumW * s.bowlRate * peak }},
-		{QSQSFIFOThroughput, StageQueues, func(s scale, _ int) float64 { return float64(c.SQSFIFORequests) * s.bowlRate * peak }},
+		// The whole queue's messages as if in one partition: an upper
+		// bound, SQS adds partitions as the message groups' load grows.
+		{QSQSFIFOThroughput, StageEvents, func(s scale, _ int) float64 { return float64(c.SQSFIFOMessages) * s.bowlRate * peak }},
 		{QSQSFIFOInFlight, StageQueues, func(scale, int) float64 { return 0 }},
 		{QSQSStandardInFlight, StageQueues, func(scale, int) float64 { return 0 }},
 		{QPipes, StageQueues, func(scale, int) float64 { return float64(c.Pipes) }},

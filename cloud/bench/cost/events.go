@@ -325,6 +325,7 @@ func addEvents(c *pricing.Counts, e eventCounts, memoryMB int) {
 		pipes += n
 	}
 	c.PipesRequests += scale(pipes)
+	c.SQSFIFOMessages += scale(e.PipesRequests["events"])
 	c.Pipes = len(e.PipesRequests)
 	// Ingest's handler waits on DynamoDB nearly all its time: billed as
 	// waiting (gbSeconds with no CPU part).

@@ -42,7 +42,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("bench cost", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "bench cost: what AWS would bill the telemetry path, counted from a run, at 10k-10M bowls, and the AWS quotas it loads\n\nUsage: go run ./cloud/bench/cost [flags]\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "bench cost: what AWS would bill the data path (telemetry and bowl events), counted from a run, at 10k-10M bowls, and the AWS quotas it loads\n\nUsage: go run ./cloud/bench/cost [flags]\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	duration := fs.Duration("duration", 3*time.Minute, "real time the counting lasts (after the warm-up)")
