@@ -450,3 +450,30 @@ func TestRollupPutTimedOutAfterLandingCountsOnce(t *testing.T) {
 		t.Errorf("points = %+v; want one minute of 25 samples", pts)
 	}
 }
+
+// FlushDue, the timer's flush, writes only the rollup windows that have
+// closed; Flush, the shutdown's, writes the open one too.
+func TestFlushDueWritesOnlyClosedWindows(t *testing.T) {
+	r := newRig(t, nil)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 60, t0))))
+	r.clock.Set(t0.Add(DefaultRollupEvery))
+	r.c.FlushDue(context.Background())
+	if n := r.db.rollupPuts(); n != 0 {
+		t.Errorf("rollup puts with the window open = %d; want 0", n)
+	}
+	r.clock.Set(t0.Add(DefaultRollupEvery + RollupSlack))
+	r.c.FlushDue(context.Background())
+	if n := r.db.rollupPuts(); n != 1 {
+		t.Errorf("rollup puts once the window closed = %d; want 1", n)
+	}
+	late := t0.Add(DefaultRollupEvery + RollupSlack)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", late, encode(t, "ob1", late, weights("gw-1:a", 61, 70, late))))
+	r.c.FlushDue(context.Background())
+	if n := r.db.rollupPuts(); n != 1 {
+		t.Errorf("rollup puts after FlushDue of an open window = %d; want still 1", n)
+	}
+	r.c.Flush(context.Background())
+	if n := r.db.rollupPuts(); n != 2 {
+		t.Errorf("rollup puts after Flush = %d; want 2", n)
+	}
+}

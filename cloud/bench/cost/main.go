@@ -52,7 +52,7 @@ func main() {
 	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
 	ackTimeout := fs.Duration("ack-timeout", 30*time.Minute, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward DefaultAckTimeout, 30 min: the bench may not import the edge); must exceed --ack-every + --batch-every")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
-	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: shortest run time between two writes of one bowl's rollup (cloud/durable RollupEvery; 0: every call)")
+	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: run time of a rollup window, each bowl's written once as one row (cloud/durable RollupEvery; divides an hour; 0: every call)")
 	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
 	registryTTL := fs.Duration("registry-ttl", def.RegistryTTL, "consumer: how long its device registry cache serves a thing's tenant (cloud/durable RegistryTTL)")
 	events := fs.Int("events", 240, "bowl events the events pass drives through the events path after the telemetry run, added to the counts at 8 per bowl per day (0: the events path not measured)")
