@@ -3,12 +3,14 @@ package durable
 import (
 	"context"
 	"errors"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
@@ -344,8 +346,9 @@ func TestRollupRowSize(t *testing.T) {
 		m[off] = map[string]*stats{KindWeight: s}
 	}
 	m[3]["temp_c"] = &stats{N: 2, Last: 21.5, T: start.Add(3*time.Minute + time.Second).UnixMilli()}
-	b := encodeMinutes(start, m)
-	item := rollupKey("gw-0001:1", start, processID()+"-zz")
+	end := start.Add(30 * time.Minute)
+	b := encodeMinutes(start, end, m)
+	item := rollupKey("gw-0001:1", end, processID()+"-zz")
 	size := len(b) + len("m") + len("ttl") + 10 + len("entity") + len(RollupEntity)
 	for k, v := range item {
 		size += len(k) + len(v.(*types.AttributeValueMemberS).Value)
@@ -353,19 +356,19 @@ func TestRollupRowSize(t *testing.T) {
 	if size > 1024 {
 		t.Errorf("row of 30 minutes = %d bytes (m %d); want <= 1024", size, len(b))
 	}
-	got, err := decodeMinutes(start, b)
+	got, err := decodeMinutes(end, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for off, kinds := range m {
 		for k, s := range kinds {
-			g := got[off][k]
+			g := got[start.Add(time.Duration(off)*time.Minute)][k]
 			if g == nil || g.N != s.N || g.T != s.T || milli(g.Last) != milli(s.Last) || milli(g.Min) != milli(s.Min) || milli(g.Max) != milli(s.Max) || milli(g.Sum) != milli(s.Sum) {
 				t.Fatalf("minute %d %s = %+v; want %+v", off, k, g, s)
 			}
 		}
 	}
-	if _, err := decodeMinutes(start, b[:len(b)-1]); err == nil {
+	if _, err := decodeMinutes(end, b[:len(b)-1]); err == nil {
 		t.Error("decode of a truncated row = nil error; want one")
 	}
 }
@@ -475,5 +478,49 @@ func TestFlushDueWritesOnlyClosedWindows(t *testing.T) {
 	r.c.Flush(context.Background())
 	if n := r.db.rollupPuts(); n != 2 {
 		t.Errorf("rollup puts after Flush = %d; want 2", n)
+	}
+}
+
+// itemCounter counts the items a Query returned.
+type itemCounter struct {
+	RollupReader
+	items int
+}
+
+func (q *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := q.RollupReader.Query(ctx, in, opts...)
+	if out != nil {
+		q.items += len(out.Items)
+	}
+	return out, err
+}
+
+// A reader of the last minutes reads only the rows of the last minutes,
+// however many were written before: rows are keyed by their window's
+// end. Under bowline dev (RollupEvery 0) every call writes a row of a
+// one-minute window.
+func TestReadRollupsReadsOnlyTheRowsOfItsRange(t *testing.T) {
+	for _, every := range []time.Duration{0, DefaultRollupEvery} {
+		r := newRig(t, func(c *Config) { c.RollupEvery = every })
+		const n = 180
+		for i := range n {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			r.clock.Set(at)
+			q := uint64(60*i + 1)
+			r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", q, q+59, at))))
+		}
+		r.c.Flush(context.Background())
+		q := &itemCounter{RollupReader: r.db}
+		from := t0.Add((n - 1) * time.Minute)
+		pts, err := ReadRollups(context.Background(), q, "telemetry_state", "gw-1:a", from, from.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pts) != 1 || pts[0].Count != 60 || !pts[0].At.Equal(from) {
+			t.Errorf("RollupEvery %v: points = %+v; want the last minute's, 60 samples", every, pts)
+		}
+		if q.items > 2 {
+			t.Errorf("RollupEvery %v: rows read for the last minute = %d of %d; want at most 2", every, q.items, r.db.rollupPuts())
+		}
 	}
 }

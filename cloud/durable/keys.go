@@ -28,13 +28,13 @@ import (
 // when a put loses the race.
 //
 //	bowl rollup:   pk = "ROLLUP#<thing>"
-//	               sk = "<UTC window start, 2006-01-02T15:04>#<write token>"   (rollupKey)
+//	               sk = "<UTC window end, 2006-01-02T15:04>#<write token>"   (rollupKey)
 //	               entity = "telemetry_rollup" (RollupEntity),
 //	               m (B: the minutes of the window this write carries,
 //	               encodeMinutes: per kind per minute count and last
 //	               value, and for weight_g min, max and sum, in varints of
-//	               thousandths), ttl (N, epoch seconds: the end of the
-//	               window's hour + RollupTTL)
+//	               thousandths), ttl (N, epoch seconds: the window's
+//	               end + RollupTTL)
 //
 // Each row is put once, unconditionally, and never rewritten (rollup.go):
 // one per bowl per window of Config.RollupEvery, RollupSlack after the
@@ -42,7 +42,7 @@ import (
 // write token, "<process id>-<n>", keeps them apart; a put retried after
 // a lost answer uses the same token, so it is the same row). Read by
 // ReadRollups with one Query, which folds a window's rows together.
-// Rows of the layout before 2026-12-05 (sk = "<UTC hour, 2006-01-02T15>",
+// Rows of the layout before 2026-12-04 (sk = "<UTC hour, 2006-01-02T15>",
 // rewritten whole) are skipped by ReadRollups and expire with their TTL.
 //
 // Things and tenants are wire.ValidName (no '#'), so no key of one kind
@@ -64,11 +64,11 @@ const (
 	// records acknowledged from scratch (the gateway resends what it was
 	// not told about).
 	StateTTL = 30 * 24 * time.Hour
-	// RollupTTL is how long a rollup row lives after its window's hour
-	// ends.
+	// RollupTTL is how long a rollup row lives after its window ends.
 	RollupTTL = 3 * 24 * time.Hour
-	// RollupLayout is the layout of a rollup row's window start, the sort
-	// key's first part.
+	// RollupLayout is the layout of a rollup row's window end, the sort
+	// key's first part: a reader of the minutes since t reads the rows
+	// whose windows end after t.
 	RollupLayout = "2006-01-02T15:04"
 
 	statePKPrefix  = "GW#"
@@ -88,10 +88,10 @@ func stateKey(tenant, gw string) map[string]types.AttributeValue {
 	}
 }
 
-func rollupKey(thing string, start time.Time, token string) map[string]types.AttributeValue {
+func rollupKey(thing string, end time.Time, token string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: RollupPK(thing)},
-		"sk": &types.AttributeValueMemberS{Value: start.UTC().Format(RollupLayout) + "#" + token},
+		"sk": &types.AttributeValueMemberS{Value: end.UTC().Format(RollupLayout) + "#" + token},
 	}
 }
 

@@ -131,13 +131,14 @@ func (b *bowlRollup) add(at time.Time, kind string, v float64, window time.Durat
 	s.add(kind, at, v)
 }
 
-// window is the length of a rollup window: RollupEvery, or an hour when
-// rollups are written at every call.
+// window is the length of a rollup window: RollupEvery, or a minute when
+// rollups are written at every call (so that a reader of the last minutes
+// meets only the rows of the last minutes).
 func (c *Consumer) window() time.Duration {
 	if c.cfg.RollupEvery > 0 {
 		return c.cfg.RollupEvery
 	}
-	return time.Hour
+	return time.Minute
 }
 
 // bowl returns thing's rollups, creating them.
@@ -199,10 +200,11 @@ func (c *Consumer) writeWindow(ctx context.Context, thing string, w *windowRollu
 		w.sending, w.delta = w.delta, minutes{}
 		w.token = c.id + "-" + strconv.FormatUint(c.writes.Add(1), 36)
 	}
-	item := rollupKey(thing, w.start, w.token)
+	end := w.start.Add(c.window())
+	item := rollupKey(thing, end, w.token)
 	item["entity"] = &types.AttributeValueMemberS{Value: RollupEntity}
-	item["m"] = &types.AttributeValueMemberB{Value: encodeMinutes(w.start, w.sending)}
-	item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(w.start.Add(time.Hour+RollupTTL).Unix(), 10)}
+	item["m"] = &types.AttributeValueMemberB{Value: encodeMinutes(w.start, end, w.sending)}
+	item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(end.Add(RollupTTL).Unix(), 10)}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	_, err := c.cfg.DB.PutItem(cctx, &dynamodb.PutItemInput{TableName: aws.String(c.cfg.Table), Item: item})
 	cancel()
@@ -217,14 +219,15 @@ func (c *Consumer) writeWindow(ctx context.Context, thing string, w *windowRollu
 // rollupFormat is the first byte of a row's "m" attribute.
 const rollupFormat = 1
 
-// encodeMinutes encodes m (minutes of the window starting at start) as
-// the row's "m": the format byte, then per kind (sorted) its name and its
-// minutes (sorted), each as varints of milli-units: minute offset, count,
-// last, the last value's milliseconds into its minute, and for weight_g
-// last - min, max - last and sum - count x last. A minute of weight_g
-// takes about 15 bytes, so a bowl's 30-minute window fits one 1 KB write
-// unit with its keys. Values keep three decimals (milligrams).
-func encodeMinutes(start time.Time, m minutes) []byte {
+// encodeMinutes encodes m (minutes of the window [start, end)) as the
+// row's "m": the format byte, then per kind (sorted) its name and its
+// minutes (sorted), each as varints of milli-units: minutes before end
+// (1 for the window's last minute), count, last, the last value's
+// milliseconds into its minute, and for weight_g last - min, max - last
+// and sum - count x last. A minute of weight_g takes about 15 bytes, so
+// a bowl's 30-minute window fits one 1 KB write unit with its keys.
+// Values keep three decimals (milligrams).
+func encodeMinutes(start, end time.Time, m minutes) []byte {
 	byKind := map[string][]int{}
 	for off, kinds := range m {
 		for k := range kinds {
@@ -245,11 +248,12 @@ func encodeMinutes(start time.Time, m minutes) []byte {
 		b = binary.AppendUvarint(b, uint64(len(offs)))
 		for _, off := range offs {
 			s := m[off][k]
+			at := start.Add(time.Duration(off) * time.Minute)
 			last := milli(s.Last)
-			b = binary.AppendUvarint(b, uint64(off))
+			b = binary.AppendUvarint(b, uint64(end.Sub(at)/time.Minute))
 			b = binary.AppendUvarint(b, uint64(s.N))
 			b = binary.AppendVarint(b, last)
-			b = binary.AppendVarint(b, s.T-start.Add(time.Duration(off)*time.Minute).UnixMilli())
+			b = binary.AppendVarint(b, s.T-at.UnixMilli())
 			if k == KindWeight {
 				b = binary.AppendVarint(b, last-milli(s.Min))
 				b = binary.AppendVarint(b, milli(s.Max)-last)
@@ -263,9 +267,9 @@ func encodeMinutes(start time.Time, m minutes) []byte {
 // errRollupRow is a row's "m" that does not decode.
 var errRollupRow = errors.New("rollup row does not decode")
 
-// decodeMinutes decodes a row's "m" (encodeMinutes) of the window
-// starting at start.
-func decodeMinutes(start time.Time, b []byte) (minutes, error) {
+// decodeMinutes decodes a row's "m" (encodeMinutes) of the window ending
+// at end: per minute (its start) per kind.
+func decodeMinutes(end time.Time, b []byte) (map[time.Time]map[string]*stats, error) {
 	if len(b) == 0 || b[0] != rollupFormat {
 		return nil, fmt.Errorf("%w: format %v", errRollupRow, b[:min(len(b), 1)])
 	}
@@ -289,7 +293,7 @@ func decodeMinutes(start time.Time, b []byte) (minutes, error) {
 		b = b[n:]
 		return v
 	}
-	m := minutes{}
+	m := map[time.Time]map[string]*stats{}
 	for len(b) > 0 && !bad {
 		kl := uv()
 		if bad || kl > uint64(len(b)) {
@@ -298,21 +302,23 @@ func decodeMinutes(start time.Time, b []byte) (minutes, error) {
 		k := string(b[:kl])
 		b = b[kl:]
 		for n := uv(); n > 0 && !bad; n-- {
-			off := int(uv())
+			before := uv()
+			at := end.Add(-time.Duration(before) * time.Minute)
 			s := &stats{N: int64(uv())}
 			last := sv()
 			s.Last = unmilli(last)
-			s.T = start.Add(time.Duration(off)*time.Minute).UnixMilli() + sv()
+			s.T = at.UnixMilli() + sv()
 			if k == KindWeight {
 				s.Min, s.Max, s.Sum = unmilli(last-sv()), unmilli(last+sv()), unmilli(sv()+s.N*last)
 			}
-			if bad || off < 0 || off >= 60 {
+			if bad || before < 1 || before > uint64(maxRollupWindow/time.Minute) {
+				bad = true
 				break
 			}
-			if m[off] == nil {
-				m[off] = map[string]*stats{}
+			if m[at] == nil {
+				m[at] = map[string]*stats{}
 			}
-			m[off][k] = s
+			m[at][k] = s
 		}
 	}
 	if bad {
@@ -345,16 +351,16 @@ type RollupReader interface {
 }
 
 // maxRollupWindow is the longest rollup window (Config.RollupEvery): a
-// row holds minutes of at most this long after its sort key's time.
+// row holds minutes of at most this long before its sort key's time.
 const maxRollupWindow = time.Hour
 
 // ReadRollups returns thing's rollup points of the minutes in [from, to),
 // sorted by time then kind, from table (resources.Names.TelemetryTable),
-// with one Query of the rows whose window starts in (from - 1 h, to):
-// about (to - from + 1 h) / RollupEvery rows, plus one per late write.
-// The rows lag the stream by up to the consumer's RollupEvery plus
-// RollupSlack, and live RollupTTL after their window's hour. Rows of the
-// old layout (one per hour, before 2026-12-05) are skipped. Without a
+// with one Query of the rows whose window ends in (from, to + 1 h]: the
+// windows in the range, and at most one more per late write. The rows
+// lag the stream by up to the consumer's RollupEvery plus RollupSlack,
+// and live RollupTTL after their window. Rows of the old layout (one per
+// hour, rewritten whole, before 2026-12-04) are skipped. Without a
 // deadline on ctx it applies 10 s.
 func ReadRollups(ctx context.Context, ddb RollupReader, table, thing string, from, to time.Time) ([]Point, error) {
 	if _, ok := ctx.Deadline(); !ok {
@@ -371,8 +377,8 @@ func ReadRollups(ctx context.Context, ddb RollupReader, table, thing string, fro
 		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :from AND :to"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk":   &types.AttributeValueMemberS{Value: RollupPK(thing)},
-			":from": &types.AttributeValueMemberS{Value: from.Add(-maxRollupWindow).Truncate(time.Minute).Format(RollupLayout)},
-			":to":   &types.AttributeValueMemberS{Value: to.Add(-time.Nanosecond).Truncate(time.Minute).Format(RollupLayout) + "#~"},
+			":from": &types.AttributeValueMemberS{Value: from.Truncate(time.Minute).Add(time.Minute).Format(RollupLayout)},
+			":to":   &types.AttributeValueMemberS{Value: to.Add(-time.Nanosecond).Truncate(time.Minute).Add(maxRollupWindow).Format(RollupLayout) + "#~"},
 		},
 	}
 	type key struct {
@@ -386,7 +392,7 @@ func ReadRollups(ctx context.Context, ddb RollupReader, table, thing string, fro
 			return nil, fmt.Errorf("read rollups of %s: %w", thing, err)
 		}
 		for _, item := range out.Items {
-			start, ok := rollupStart(item)
+			end, ok := rollupEnd(item)
 			if !ok {
 				continue // the old layout, or not a rollup row
 			}
@@ -394,12 +400,11 @@ func ReadRollups(ctx context.Context, ddb RollupReader, table, thing string, fro
 			if raw == nil {
 				continue
 			}
-			m, err := decodeMinutes(start, raw.Value)
+			m, err := decodeMinutes(end, raw.Value)
 			if err != nil {
 				continue // presentation data: a bad row shows as a gap
 			}
-			for off, kinds := range m {
-				at := start.Add(time.Duration(off) * time.Minute)
+			for at, kinds := range m {
 				if at.Before(from.Truncate(time.Minute)) || !at.Before(to) {
 					continue
 				}
@@ -434,9 +439,9 @@ func ReadRollups(ctx context.Context, ddb RollupReader, table, thing string, fro
 	return pts, nil
 }
 
-// rollupStart is the window start of a rollup row's sort key
-// ("<window start>#<token>"); false for any other row.
-func rollupStart(item map[string]types.AttributeValue) (time.Time, bool) {
+// rollupEnd is the window end of a rollup row's sort key
+// ("<window end>#<token>"); false for any other row.
+func rollupEnd(item map[string]types.AttributeValue) (time.Time, bool) {
 	sk, _ := item["sk"].(*types.AttributeValueMemberS)
 	if sk == nil {
 		return time.Time{}, false
@@ -445,6 +450,6 @@ func rollupStart(item map[string]types.AttributeValue) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	start, err := time.Parse(RollupLayout, at)
-	return start, err == nil
+	end, err := time.Parse(RollupLayout, at)
+	return end, err == nil
 }
