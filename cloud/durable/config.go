@@ -97,12 +97,12 @@ type Config struct {
 	// seqs of one (outbox, thing) may stay open before bowl.data_gap is
 	// raised; default 30 min, longer than the gateway's resend timeout.
 	GapGrace time.Duration
-	// RollupEvery is the shortest time between two writes of one bowl's
-	// rollup; 0 writes at the end of every call of Handle (what `bowline
+	// RollupEvery is the length of a rollup window: a bowl's minutes of
+	// one window go to DynamoDB as one row, written once, RollupSlack
+	// after the window ends (docs/cost.md). It divides an hour. 0 writes
+	// what came in at the end of every call of Handle (what `bowline
 	// dev` uses), so it is the one field Validate does not default:
-	// DefaultConfig sets it to DefaultRollupEvery, 30 min: a bowl's hour
-	// row is rewritten whole at every write, so each write costs the
-	// row's size so far (docs/cost.md).
+	// DefaultConfig sets it to DefaultRollupEvery, 30 min.
 	RollupEvery time.Duration
 	// MaxAhead is how far a gateway's sent_at may lie after the rule's
 	// received_at before its times are corrected; default 5 min
@@ -177,6 +177,9 @@ func (c *Config) Validate() error {
 	if c.AckEvery < 0 || c.GapGrace < 0 || c.RegistryTTL < 0 || c.RollupEvery < 0 || c.MaxAhead < 0 || c.CallTimeout < 0 || c.MaxSpans < 0 || c.MaxOutboxes < 0 || c.MaxThings < 0 ||
 		c.MaxGateways < 0 || c.MaxBowls < 0 || c.Rejections.PerGateway < 0 || c.Rejections.Window < 0 || c.Rejections.CacheSize < 0 {
 		return fmt.Errorf("%w: durations and sizes must not be negative", ErrConfig)
+	}
+	if c.RollupEvery > maxRollupWindow || (c.RollupEvery > 0 && maxRollupWindow%c.RollupEvery != 0) {
+		return fmt.Errorf("%w: RollupEvery %v must divide an hour", ErrConfig, c.RollupEvery)
 	}
 	c.defaults()
 	return nil

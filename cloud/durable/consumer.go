@@ -103,9 +103,18 @@ func (c *Consumer) Handle(ctx context.Context, recs []Record) (Result, error) {
 }
 
 // Flush does the end-of-call work for everything this process holds,
-// rollups regardless of RollupEvery: call it on shutdown, or on a timer
-// so that a quiet gateway's due ack does not wait for its next record.
-func (c *Consumer) Flush(ctx context.Context) {
+// rollups of windows still open included: call it on shutdown. (Each call
+// writes the open windows' minutes so far as a row of their own: on a
+// timer, use FlushDue.)
+func (c *Consumer) Flush(ctx context.Context) { c.flush(ctx, true) }
+
+// FlushDue does the end-of-call work that is due for everything this
+// process holds: acknowledgements, gaps, state rows, and the rollups of
+// windows that have closed. Call it on a timer, so that a quiet gateway's
+// due ack does not wait for its next record (FlushEvery).
+func (c *Consumer) FlushDue(ctx context.Context) { c.flush(ctx, false) }
+
+func (c *Consumer) flush(ctx context.Context, all bool) {
 	var (
 		gws   []*gwState
 		bowls []*bowlRollup
@@ -114,7 +123,7 @@ func (c *Consumer) Flush(ctx context.Context) {
 	c.gws.each(func(s *gwState) { gws = append(gws, s) })
 	c.bowls.each(func(b *bowlRollup) { bowls = append(bowls, b) })
 	c.mu.Unlock()
-	c.finish(ctx, gws, bowls, true)
+	c.finish(ctx, gws, bowls, all)
 }
 
 // take takes in one record. Its error is an infrastructure failure:
@@ -171,7 +180,7 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 				bowls = append(bowls, b)
 			}
 			b.mu.Lock()
-			b.add(fix.correct(x.at), x.kind, x.value, c.cfg.Now())
+			b.add(fix.correct(x.at), x.kind, x.value, c.window(), c.cfg.Now())
 			b.mu.Unlock()
 		}
 		if t.tidy(before) {
@@ -294,10 +303,11 @@ func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time)
 func (c *Consumer) finishBowl(ctx context.Context, b *bowlRollup, now time.Time, force bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.pending() || (!force && !b.evicted.Load() && c.cfg.RollupEvery > 0 && now.Sub(b.written) < c.cfg.RollupEvery) {
+	all := force || b.evicted.Load() || c.cfg.RollupEvery == 0
+	if !b.pending() || (!all && !c.due(b, now)) {
 		return
 	}
-	if err := c.writeRollup(ctx, b, now); err != nil {
+	if err := c.writeRollup(ctx, b, now, all); err != nil {
 		c.log.Warn("rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
 	}
 }
@@ -309,7 +319,7 @@ func processID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// FlushEvery calls Flush every d (at least a second) until ctx ends, so a
+// FlushEvery calls FlushDue every d (at least a second) until ctx ends, so a
 // quiet gateway's due ack does not wait for its next record. A process
 // that runs the consumer outside Lambda runs it beside the event source;
 // in Lambda, Handle's own end-of-call work is all there is.
@@ -321,7 +331,7 @@ func (c *Consumer) FlushEvery(ctx context.Context, d time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.Flush(ctx)
+			c.FlushDue(ctx)
 		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
 )
@@ -236,9 +239,9 @@ func TestCachesBounded(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.MaxGateways = 1; c.MaxBowls = 1; c.RollupEvery = time.Hour })
 	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 5, t0), weights("gw-1:b", 1, 5, t0))))
 	// gw-1:a was dropped from the rollup cache for gw-1:b and written at
-	// once; gw-1:b is written as a bowl's first rollup always is.
-	if n := r.db.rollupPuts(); n != 2 {
-		t.Errorf("rollup puts after an eviction = %d; want 2", n)
+	// once; gw-1:b waits for its window to close.
+	if n := r.db.rollupPuts(); n != 1 {
+		t.Errorf("rollup puts after an eviction = %d; want 1", n)
 	}
 	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 10, 12, t0)))) // opens a hole
 	r.handle(t, r.c, r.record(t, tenant, "gw-2", t0, encode(t, "ob2", t0, weights("gw-2:a", 1, 5, t0))))
@@ -275,22 +278,98 @@ func TestReadRollupsRange(t *testing.T) {
 	}
 }
 
-// A rollup put whose answer was lost is retried by the SDK and meets its
-// own row: the minutes are not counted twice.
-func TestRollupPutRetriedAfterLandingCountsOnce(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.RollupEvery = 0 })
-	r.db.landThenConflict = rollupPKPrefix
-	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 10, t0))))
-	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 11, 20, t0.Add(10*time.Second)))))
-	pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", "gw-1:a", t0, t0.Add(time.Hour))
+// Every rollup row is put once and never rewritten or read by the
+// consumer: one per bowl per RollupEvery window, plus a row of its own for
+// minutes of a closed window that come late; ReadRollups folds them.
+func TestRollupRowsWrittenOnce(t *testing.T) {
+	r := newRig(t, nil)
+	const n = 600 // ten hours of one batch a minute, two bowls
+	for i := 0; i < n; i++ {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		r.clock.Set(at)
+		q := uint64(60*i + 1)
+		r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", q, q+59, at), weights("gw-1:b", q, q+59, at))))
+	}
+	// A late resend of minute 5 (seqs never seen), after its window was
+	// written.
+	late := t0.Add(5 * time.Minute)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", r.clock.Now(), encode(t, "ob2", late, weights("gw-1:a", 1, 3, late))))
+	r.clock.Set(t0.Add(n*time.Minute + DefaultRollupEvery + RollupSlack))
+	r.c.Flush(context.Background())
+	windows := n / int(DefaultRollupEvery/time.Minute)
+	if got, want := r.db.rollupPuts(), 2*windows+1; got != want {
+		t.Errorf("rollup puts = %d; want %d (one per bowl per window, one late)", got, want)
+	}
+	if r.db.rewrites != 0 {
+		t.Errorf("rollup rows put again = %d; want 0", r.db.rewrites)
+	}
+	if g := r.db.getsBy[rollupPKPrefix]; g != 0 {
+		t.Errorf("rollup reads by the consumer = %d; want 0", g)
+	}
+	for _, th := range []string{"gw-1:a", "gw-1:b"} {
+		pts, err := ReadRollups(context.Background(), r.db, "telemetry_state", th, t0, t0.Add(n*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var count int64
+		for _, p := range pts {
+			count += p.Count
+			if want := int64(60); p.At.Equal(late) && th == "gw-1:a" {
+				want += 3
+				if p.Count != want {
+					t.Errorf("%s minute 5 count = %d; want %d (late row folded in)", th, p.Count, want)
+				}
+			}
+		}
+		want := int64(60 * n)
+		if th == "gw-1:a" {
+			want += 3
+		}
+		if len(pts) != n || count != want {
+			t.Errorf("%s: %d points, %d samples; want %d points, %d samples", th, len(pts), count, n, want)
+		}
+	}
+}
+
+// A bowl's 30-minute window of weight_g at 50 Hz fits one 1 KB write unit
+// with its keys, and its minutes decode to what was encoded (to the
+// milligram).
+func TestRollupRowSize(t *testing.T) {
+	start := t0
+	m := minutes{}
+	for off := 0; off < 30; off++ {
+		s := &stats{}
+		for i := 0; i < 3000; i++ {
+			at := start.Add(time.Duration(off)*time.Minute + time.Duration(i)*20*time.Millisecond)
+			s.add(KindWeight, at, 1234.567+float64(i%7)*0.013)
+		}
+		m[off] = map[string]*stats{KindWeight: s}
+	}
+	m[3]["temp_c"] = &stats{N: 2, Last: 21.5, T: start.Add(3*time.Minute + time.Second).UnixMilli()}
+	end := start.Add(30 * time.Minute)
+	b := encodeMinutes(start, end, m)
+	item := rollupKey("gw-0001:1", end, processID()+"-zz")
+	size := len(b) + len("m") + len("ttl") + 10 + len("entity") + len(RollupEntity)
+	for k, v := range item {
+		size += len(k) + len(v.(*types.AttributeValueMemberS).Value)
+	}
+	if size > 1024 {
+		t.Errorf("row of 30 minutes = %d bytes (m %d); want <= 1024", size, len(b))
+	}
+	got, err := decodeMinutes(end, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pts) != 1 || pts[0].Count != 20 {
-		t.Errorf("points = %+v; want one minute of 20 samples", pts)
+	for off, kinds := range m {
+		for k, s := range kinds {
+			g := got[start.Add(time.Duration(off)*time.Minute)][k]
+			if g == nil || g.N != s.N || g.T != s.T || milli(g.Last) != milli(s.Last) || milli(g.Min) != milli(s.Min) || milli(g.Max) != milli(s.Max) || milli(g.Sum) != milli(s.Sum) {
+				t.Fatalf("minute %d %s = %+v; want %+v", off, k, g, s)
+			}
+		}
 	}
-	if r.obs.conflicts != 1 {
-		t.Errorf("conflicts = %d; want the one put that landed", r.obs.conflicts)
+	if _, err := decodeMinutes(end, b[:len(b)-1]); err == nil {
+		t.Error("decode of a truncated row = nil error; want one")
 	}
 }
 
@@ -372,5 +451,76 @@ func TestRollupPutTimedOutAfterLandingCountsOnce(t *testing.T) {
 	}
 	if len(pts) != 1 || pts[0].Count != 25 {
 		t.Errorf("points = %+v; want one minute of 25 samples", pts)
+	}
+}
+
+// FlushDue, the timer's flush, writes only the rollup windows that have
+// closed; Flush, the shutdown's, writes the open one too.
+func TestFlushDueWritesOnlyClosedWindows(t *testing.T) {
+	r := newRig(t, nil)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 60, t0))))
+	r.clock.Set(t0.Add(DefaultRollupEvery))
+	r.c.FlushDue(context.Background())
+	if n := r.db.rollupPuts(); n != 0 {
+		t.Errorf("rollup puts with the window open = %d; want 0", n)
+	}
+	r.clock.Set(t0.Add(DefaultRollupEvery + RollupSlack))
+	r.c.FlushDue(context.Background())
+	if n := r.db.rollupPuts(); n != 1 {
+		t.Errorf("rollup puts once the window closed = %d; want 1", n)
+	}
+	late := t0.Add(DefaultRollupEvery + RollupSlack)
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", late, encode(t, "ob1", late, weights("gw-1:a", 61, 70, late))))
+	r.c.FlushDue(context.Background())
+	if n := r.db.rollupPuts(); n != 1 {
+		t.Errorf("rollup puts after FlushDue of an open window = %d; want still 1", n)
+	}
+	r.c.Flush(context.Background())
+	if n := r.db.rollupPuts(); n != 2 {
+		t.Errorf("rollup puts after Flush = %d; want 2", n)
+	}
+}
+
+// itemCounter counts the items a Query returned.
+type itemCounter struct {
+	RollupReader
+	items int
+}
+
+func (q *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := q.RollupReader.Query(ctx, in, opts...)
+	if out != nil {
+		q.items += len(out.Items)
+	}
+	return out, err
+}
+
+// A reader of the last minutes reads only the rows of the last minutes,
+// however many were written before: rows are keyed by their window's
+// end. Under bowline dev (RollupEvery 0) every call writes a row of a
+// one-minute window.
+func TestReadRollupsReadsOnlyTheRowsOfItsRange(t *testing.T) {
+	for _, every := range []time.Duration{0, DefaultRollupEvery} {
+		r := newRig(t, func(c *Config) { c.RollupEvery = every })
+		const n = 180
+		for i := range n {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			r.clock.Set(at)
+			q := uint64(60*i + 1)
+			r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, weights("gw-1:a", q, q+59, at))))
+		}
+		r.c.Flush(context.Background())
+		q := &itemCounter{RollupReader: r.db}
+		from := t0.Add((n - 1) * time.Minute)
+		pts, err := ReadRollups(context.Background(), q, "telemetry_state", "gw-1:a", from, from.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pts) != 1 || pts[0].Count != 60 || !pts[0].At.Equal(from) {
+			t.Errorf("RollupEvery %v: points = %+v; want the last minute's, 60 samples", every, pts)
+		}
+		if q.items > 2 {
+			t.Errorf("RollupEvery %v: rows read for the last minute = %d of %d; want at most 2", every, q.items, r.db.rollupPuts())
+		}
 	}
 }

@@ -44,5 +44,5 @@
 //     the loss can be raised as bowl.data_gap although the gateway deleted
 //     them rightly; the idempotency key keeps it to one event per hole.
 //   - Unwritten rollup minutes live in memory: a lost process loses up to
-//     RollupEvery of presentation data, never a sample.
+//     RollupEvery + RollupSlack of presentation data, never a sample.
 package durable

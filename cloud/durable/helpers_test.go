@@ -51,6 +51,8 @@ type fakeDB struct {
 	// (a timeout after DynamoDB wrote the row).
 	landThenFail string
 	fail         error
+	// rewrites counts puts of a ROLLUP# row that exists.
+	rewrites int
 }
 
 func newFakeDB() *fakeDB {
@@ -89,6 +91,9 @@ func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func
 	}
 	k := [2]string{pk, str(in.Item, "sk")}
 	cur, exists := f.items[k]
+	if exists && strings.HasPrefix(pk, rollupPKPrefix) {
+		f.rewrites++
+	}
 	switch cond := aws.ToString(in.ConditionExpression); cond {
 	case "":
 	case "attribute_not_exists(pk)":

@@ -27,17 +27,23 @@ import (
 // consistent GetItem when this process first meets the gateway, and again
 // when a put loses the race.
 //
-//	bowl rollup:   pk = "ROLLUP#<thing>"  sk = "<UTC hour, 2006-01-02T15>"   (rollupKey)
-//	               entity = "telemetry_rollup" (RollupEntity), thing,
-//	               version (N), write (S: the token of the write, so a
-//	               put retried after a lost answer is recognised),
-//	               minutes (S: JSON, per minute "00".."59"
-//	               per kind {n, min, max, sum, last, t}; min, max and sum
-//	               only for weight_g), ttl (N, epoch seconds: the end of
-//	               the hour + RollupTTL)
+//	bowl rollup:   pk = "ROLLUP#<thing>"
+//	               sk = "<UTC window end, 2006-01-02T15:04>#<write token>"   (rollupKey)
+//	               entity = "telemetry_rollup" (RollupEntity),
+//	               m (B: the minutes of the window this write carries,
+//	               encodeMinutes: per kind per minute count and last
+//	               value, and for weight_g min, max and sum, in varints of
+//	               thousandths), ttl (N, epoch seconds: the window's
+//	               end + RollupTTL)
 //
-// Put with optimistic locking per bowl at most once per
-// Config.RollupEvery (rollup.go); read by ReadRollups with one Query.
+// Each row is put once, unconditionally, and never rewritten (rollup.go):
+// one per bowl per window of Config.RollupEvery, RollupSlack after the
+// window ends, plus one for minutes of a window that come later (the
+// write token, "<process id>-<n>", keeps them apart; a put retried after
+// a lost answer uses the same token, so it is the same row). Read by
+// ReadRollups with one Query, which folds a window's rows together.
+// Rows of the layout before 2026-12-04 (sk = "<UTC hour, 2006-01-02T15>",
+// rewritten whole) are skipped by ReadRollups and expire with their TTL.
 //
 // Things and tenants are wire.ValidName (no '#'), so no key of one kind
 // reads as another's.
@@ -58,10 +64,12 @@ const (
 	// records acknowledged from scratch (the gateway resends what it was
 	// not told about).
 	StateTTL = 30 * 24 * time.Hour
-	// RollupTTL is how long a rollup row lives after its hour ends.
+	// RollupTTL is how long a rollup row lives after its window ends.
 	RollupTTL = 3 * 24 * time.Hour
-	// HourLayout is the sort key layout of a rollup row.
-	HourLayout = "2006-01-02T15"
+	// RollupLayout is the layout of a rollup row's window end, the sort
+	// key's first part: a reader of the minutes since t reads the rows
+	// whose windows end after t.
+	RollupLayout = "2006-01-02T15:04"
 
 	statePKPrefix  = "GW#"
 	rollupPKPrefix = "ROLLUP#"
@@ -80,10 +88,10 @@ func stateKey(tenant, gw string) map[string]types.AttributeValue {
 	}
 }
 
-func rollupKey(thing string, hour time.Time) map[string]types.AttributeValue {
+func rollupKey(thing string, end time.Time, token string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: RollupPK(thing)},
-		"sk": &types.AttributeValueMemberS{Value: hour.UTC().Format(HourLayout)},
+		"sk": &types.AttributeValueMemberS{Value: end.UTC().Format(RollupLayout) + "#" + token},
 	}
 }
 

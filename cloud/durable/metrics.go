@@ -25,7 +25,7 @@ type Observer interface {
 	Ack(outcome string)
 	// StateWrite: a state row put ended in outcome (ok, conflict, error).
 	StateWrite(outcome string)
-	// RollupWrite: a rollup row put ended in outcome (ok, conflict, error).
+	// RollupWrite: a rollup row put ended in outcome (ok, error).
 	RollupWrite(outcome string)
 	// GapRaised: a bowl.data_gap was raised.
 	GapRaised()

@@ -10,7 +10,7 @@ import (
 // a run could not measure is named in Counts.NotMeasured.
 type Stage string
 
-// The stages of the telemetry path.
+// The stages of the data path.
 const (
 	// StageBroker: connections and MQTT messages, counted at the broker
 	// (internal/mqttbroker.Meter).
@@ -27,6 +27,12 @@ const (
 	StageAcks Stage = "acks"
 	// StageQueues: SQS and EventBridge Pipes requests.
 	StageQueues Stage = "queues"
+	// StageEvents: the bowl events' path (ingress, ingest's handler and
+	// Emit, the Pipes, events.fifo, the worker and its subscribers, the
+	// record-changes queue), counted in a pass of its own and added in
+	// proportion to the fleet's events; the Pipes and SQS lines are
+	// measured only with it.
+	StageEvents Stage = "events"
 )
 
 // MessageCount is a number of AWS IoT Core messages and the 5 KB units
@@ -108,6 +114,9 @@ type Counts struct {
 	// SQS and Pipes requests in 64 KB chunks; Pipes the pipes on the path.
 	SQSRequests     int64 `json:"sqs_requests"`
 	SQSFIFORequests int64 `json:"sqs_fifo_requests"`
+	// SQSFIFOMessages is the messages sent to FIFO queues (the events
+	// Pipe's), what the FIFO throughput quota counts.
+	SQSFIFOMessages int64 `json:"sqs_fifo_messages"`
 	PipesRequests   int64 `json:"pipes_requests"`
 	Pipes           int   `json:"pipes"`
 

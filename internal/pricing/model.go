@@ -293,11 +293,11 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 			k.add(DynamoDBStreamsRead, float64(c.StreamsGetRecords)*s.bowlMonth)
 			return k
 		}},
-		{name: CompPipes, stage: StageQueues, inTotal: true, cost: func(s scale, _ int) (k cost) {
+		{name: CompPipes, stage: StageEvents, inTotal: true, cost: func(s scale, _ int) (k cost) {
 			k.add(PipesRequests, float64(c.PipesRequests)*s.bowlMonth)
 			return k
 		}},
-		{name: CompSQS, stage: StageQueues, inTotal: true, cost: func(s scale, _ int) (k cost) {
+		{name: CompSQS, stage: StageEvents, inTotal: true, cost: func(s scale, _ int) (k cost) {
 			k.add(SQSStandard, float64(c.SQSRequests)*s.bowlMonth)
 			k.add(SQSFIFO, float64(c.SQSFIFORequests)*s.bowlMonth)
 			return k
@@ -413,7 +413,9 @@ func quotaLines(c Counts, m Model, scales []scale, shards []int) []QuotaLine {
 		{QDynamoTableW, StageConsumer, func(s scale, _ int) float64 { return maxOf(c.WRU) * s.bowlRate * peak }},
 		{QDynamoTableR, StageConsumer, func(s scale, _ int) float64 { return maxOf(c.RRU) * s.bowlRate * peak }},
 		{QDynamoAccount, StageConsumer, func(s scale, _ int) float64 { return sumW * s.bowlRate * peak }},
-		{QSQSFIFOThroughput, StageQueues, func(s scale, _ int) float64 { return float64(c.SQSFIFORequests) * s.bowlRate * peak }},
+		// The whole queue's messages as if in one partition: an upper
+		// bound, SQS adds partitions as the message groups' load grows.
+		{QSQSFIFOThroughput, StageEvents, func(s scale, _ int) float64 { return float64(c.SQSFIFOMessages) * s.bowlRate * peak }},
 		{QSQSFIFOInFlight, StageQueues, func(scale, int) float64 { return 0 }},
 		{QSQSStandardInFlight, StageQueues, func(scale, int) float64 { return 0 }},
 		{QPipes, StageQueues, func(scale, int) float64 { return float64(c.Pipes) }},

@@ -107,13 +107,13 @@ var Quotas = []Quota{
 		Status: "unverified: 80,000 read and 80,000 write per account in us-east-1 is the documented default for provisioned tables; not re-read whether it bounds on-demand tables"},
 
 	{ID: QSQSFIFOThroughput, Service: "SQS", Name: "FIFO throughput, high-throughput mode, per partition (message group spread)", Default: 3000, Unit: "messages/s with batching", Adjustable: false, Source: srcSQSFIFO, ReadOn: ReadOn,
-		Status: "unverified: 300 API calls/s (3,000 messages/s batched) per partition; not re-read", Note: "not on the telemetry path; rule-errors is a standard queue"},
+		Status: "unverified: 300 API calls/s (3,000 messages/s batched) per partition; not re-read", Note: "events.fifo (the events path); rule-errors is a standard queue"},
 	{ID: QSQSFIFOInFlight, Service: "SQS", Name: "FIFO messages in flight per queue", Default: 120000, Unit: "messages", Adjustable: false, Source: srcSQSQuotas, ReadOn: ReadOn,
 		Status: "unverified: 120,000 (the older 20,000 no longer applies); not re-read"},
 	{ID: QSQSStandardInFlight, Service: "SQS", Name: "standard queue messages in flight", Default: 120000, Unit: "messages", Adjustable: true, Source: srcSQSQuotas, ReadOn: ReadOn,
 		Status: "unverified: 120,000; throughput of a standard queue is nearly unlimited"},
 	{ID: QPipes, Service: "EventBridge Pipes", Name: "pipes per account; pipe throughput follows its source", Default: 1000, Unit: "pipes", Adjustable: true, Source: srcPipesQuotas, ReadOn: ReadOn,
-		Status: "unverified: 1,000 pipes per account per region; not re-read", Note: "not on the telemetry path; load is the number of pipes the stack makes"},
+		Status: "unverified: 1,000 pipes per account per region; not re-read", Note: "the events path's two pipes; load is the number of pipes the stack makes"},
 }
 
 // QuotaOf returns the quota with id; it panics on an id the table does

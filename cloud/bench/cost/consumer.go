@@ -26,6 +26,21 @@ import (
 // deploy/cloudformation/bowline.yaml (TelemetryConsumer, arm64).
 const lambdaMemoryMB = 512
 
+// lambdaFullCPUMB is the memory at which Lambda gives a function one full
+// vCPU; below it the CPU share is memory / lambdaFullCPUMB (AWS Lambda's
+// memory and computing power documentation).
+const lambdaFullCPUMB = 1769
+
+// gbSeconds is what a handler that took wall time, cpu of it on a full
+// core, is billed at memMB: the waiting (wall - cpu) lasts as long at any
+// memory, the CPU work stretches by lambdaFullCPUMB / memMB below a full
+// vCPU, so that its GB-seconds do not shrink with the memory.
+func gbSeconds(wall, cpu time.Duration, memMB int) float64 {
+	cpu = min(cpu, wall)
+	share := min(1, float64(memMB)/lambdaFullCPUMB)
+	return float64(memMB) / 1024 * ((wall - cpu).Seconds() + cpu.Seconds()/share)
+}
+
 // realConsumer is the telemetry path's consumer as `bowline dev` wires it
 // (cloud/dev startTelemetryPath), on the run's stack: the event source
 // stand-in reads the telemetry stream into cloud/durable, both built
@@ -46,8 +61,11 @@ type realConsumer struct {
 
 	invocations, records atomic.Int64
 	handlerNanos         atomic.Int64
-	publishes, units     atomic.Int64
-	shards               sync.Map // shard id -> struct{}, the shards records came from
+	// cpuNanos is the time decoding the same records again took, outside
+	// the handler: the CPU-bound part of its work (a lower bound).
+	cpuNanos         atomic.Int64
+	publishes, units atomic.Int64
+	shards           sync.Map // shard id -> struct{}, the shards records came from
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -124,12 +142,19 @@ func (s *realConsumer) Start(ctx context.Context, env Env) error {
 }
 
 // timed counts h's calls (Lambda invocations), their records and their
-// wall time (the billed duration).
+// wall time (the billed duration at full CPU), and times decoding the
+// records again (the CPU-bound part, which Lambda stretches below a full
+// vCPU: gbSeconds).
 func (s *realConsumer) timed(h eventsource.Handler) eventsource.Handler {
 	return func(ctx context.Context, recs []eventsource.Record) (string, error) {
 		start := time.Now()
 		retry, err := h(ctx, recs)
 		s.handlerNanos.Add(int64(time.Since(start)))
+		start = time.Now()
+		for _, r := range recs {
+			_, _ = durable.DecodeRecord(r.Data)
+		}
+		s.cpuNanos.Add(int64(time.Since(start)))
 		s.invocations.Add(1)
 		s.records.Add(int64(len(recs)))
 		for _, r := range recs {
@@ -161,7 +186,7 @@ func (s *realConsumer) metered(h http.Handler) http.Handler {
 // Counts is safe to call at any time.
 func (s *realConsumer) Counts() ConsumerCounts {
 	c := ConsumerCounts{
-		Invocations: s.invocations.Load(), Records: s.records.Load(), Handler: time.Duration(s.handlerNanos.Load()),
+		Invocations: s.invocations.Load(), Records: s.records.Load(), Handler: time.Duration(s.handlerNanos.Load()), CPU: time.Duration(s.cpuNanos.Load()),
 		MemoryMB: lambdaMemoryMB, HTTPSPublishes: s.publishes.Load(), HTTPSPublishUnits: s.units.Load(),
 		BatchSize: eventsource.TelemetryConsumer.BatchSize, BatchWindow: time.Duration(eventsource.TelemetryConsumer.MaximumBatchingWindowInSeconds) * time.Second,
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,48 @@ func TestSourceEncodesAMinuteOfEveryBowl(t *testing.T) {
 			t.Fatalf("batch %d: %d things, %d samples, first seq %d; want 2, 600, %d", i, len(b.Things), len(b.Things[0].Samples), b.Things[1].Samples[0].Seq, 1+600*i)
 		}
 		t.Logf("batch %d: 1,200 samples of two bowls at 10 Hz in %d bytes", i, len(payload))
+	}
+}
+
+// gbSeconds bills waiting at the memory size and CPU work at a full
+// vCPU's memory below it: halving the memory halves the waiting's
+// GB-seconds, never the CPU work's.
+func TestGBSeconds(t *testing.T) {
+	wall, cpu := 10*time.Millisecond, 2*time.Millisecond
+	for _, tc := range []struct {
+		mb   int
+		want float64
+	}{
+		{512, 0.5*0.008 + lambdaFullCPUMB/1024.0*0.002},
+		{256, 0.25*0.008 + lambdaFullCPUMB/1024.0*0.002},
+		{2048, 2 * 0.010},
+	} {
+		if got := gbSeconds(wall, cpu, tc.mb); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("gbSeconds(%v, %v, %d) = %g; want %g", wall, cpu, tc.mb, got, tc.want)
+		}
+	}
+	if got, want := gbSeconds(wall, 0, 512), 0.005; math.Abs(got-want) > 1e-12 {
+		t.Errorf("gbSeconds with no CPU part = %g; want %g", got, want)
+	}
+}
+
+// addEvents scales the pass's counts to the fleet's events over the run:
+// 90 bowls x 8 events a day over 3 h = 90 events, from a pass of 45, so
+// every count doubles.
+func TestAddEventsScalesToTheFleetsEvents(t *testing.T) {
+	c := pricing.Counts{Duration: 3 * time.Hour, Gateways: 60, Bowls: 90, RuleEvaluations: 10, WRU: map[string]float64{"telemetry": 1}}
+	e := eventCounts{Events: 45, RuleEvaluations: 45, RuleUnits: 45, PipesRequests: map[string]int64{"events": 45, "record-changes": 3},
+		Handler: 45 * 10 * time.Millisecond,
+		Usage:   awscalls.UsageCounts{KinesisRecords: 45, SQSFIFORequests: 162, SQSRequests: 6, WRU: map[string]float64{"events": 180}, RRU: map[string]float64{"app": 45}}}
+	addEvents(&c, e, 512)
+	if c.RuleEvaluations != 100 || c.RuleActions != 90 || c.KinesisRecords != 90 || c.PipesRequests != 96 || c.SQSFIFORequests != 324 || c.SQSRequests != 12 {
+		t.Errorf("counts = rules %d, actions %d, kinesis %d, pipes %d, fifo %d, standard %d; want 100, 90, 90, 96, 324, 12",
+			c.RuleEvaluations, c.RuleActions, c.KinesisRecords, c.PipesRequests, c.SQSFIFORequests, c.SQSRequests)
+	}
+	if c.WRU["events"] != 360 || c.WRU["telemetry"] != 1 || c.RRU["app"] != 90 {
+		t.Errorf("units = %v, %v; want events 360 WRU, telemetry 1, app 90 RRU", c.WRU, c.RRU)
+	}
+	if want := 2 * 0.45 * 0.5; math.Abs(c.LambdaGBSeconds-want) > 1e-9 {
+		t.Errorf("GB-s = %g; want %g", c.LambdaGBSeconds, want)
 	}
 }

@@ -1,15 +1,18 @@
 // Command cost is the cost section of scripts/bench: what AWS would bill
-// Bowline's telemetry path, counted from a run. It starts the local stack
+// Bowline's data path (telemetry and bowl events), counted from a run. It starts the local stack
 // (internal/localstack), runs light simulated gateways that publish one
 // batch per minute through Basic Ingest, counts at the broker
 // (mqttbroker.Meter), at the rule stand-in, at the consumer (cloud/durable
 // behind the event source stand-in, acknowledging over the IoT data
-// plane) and from every AWS call (awscalls.Usage), and multiplies the counts, scaled to 10k, 100k, 1M and
+// plane) and from every AWS call (awscalls.Usage); then drives bowl
+// events through the events path (ingest's handler, Emit, the Pipes'
+// stand-ins, events.fifo, the worker and its subscribers) and adds their
+// counts at 8 events per bowl per day; and multiplies the counts, scaled to 10k, 100k, 1M and
 // 10M bowls, by the dated price table of internal/pricing. Beside the bill
 // it prints every AWS quota the design touches with its load at each
 // scale (docs/cost.md).
 //
-//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 20m] [--rollup-every 30m] [--json]
+//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 20m] [--rollup-every 30m] [--events 240] [--json]
 //	go run ./cloud/bench/cost --design    # the design's fixed counts, no run
 //
 // It writes .bench/cost.txt and .bench/cost.json and prints which stages
@@ -39,7 +42,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("bench cost", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "bench cost: what AWS would bill the telemetry path, counted from a run, at 10k-10M bowls, and the AWS quotas it loads\n\nUsage: go run ./cloud/bench/cost [flags]\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "bench cost: what AWS would bill the data path (telemetry and bowl events), counted from a run, at 10k-10M bowls, and the AWS quotas it loads\n\nUsage: go run ./cloud/bench/cost [flags]\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	duration := fs.Duration("duration", 3*time.Minute, "real time the counting lasts (after the warm-up)")
@@ -49,9 +52,10 @@ func main() {
 	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
 	ackTimeout := fs.Duration("ack-timeout", 30*time.Minute, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward DefaultAckTimeout, 30 min: the bench may not import the edge); must exceed --ack-every + --batch-every")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
-	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: shortest run time between two writes of one bowl's rollup (cloud/durable RollupEvery; 0: every call)")
+	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: run time of a rollup window, each bowl's written once as one row (cloud/durable RollupEvery; divides an hour; 0: every call)")
 	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
 	registryTTL := fs.Duration("registry-ttl", def.RegistryTTL, "consumer: how long its device registry cache serves a thing's tenant (cloud/durable RegistryTTL)")
+	events := fs.Int("events", 240, "bowl events the events pass drives through the events path after the telemetry run, added to the counts at 8 per bowl per day (0: the events path not measured)")
 	sampleHz := fs.Float64("sample-hz", 10, "each bowl's sample rate (weight_g); a batch carries every bowl's samples of its interval")
 	kinesisMode := fs.String("kinesis", pricing.Provisioned, "Kinesis capacity mode in the total: provisioned or on-demand")
 	peak := fs.Float64("peak", 2, "peak-to-mean factor applied to rate quotas and shard sizing")
@@ -65,8 +69,8 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	if *gateways < 1 || *duration <= 0 || *speed <= 0 || *batchEvery <= 0 || *ackEvery <= 0 || *sampleHz <= 0 || *rollupEvery < 0 {
-		fmt.Fprintln(os.Stderr, "bench cost: --gateways, --duration, --speed, --batch-every, --ack-every and --sample-hz must be positive, --rollup-every not negative")
+	if *gateways < 1 || *duration <= 0 || *speed <= 0 || *batchEvery <= 0 || *ackEvery <= 0 || *sampleHz <= 0 || *rollupEvery < 0 || *events < 0 {
+		fmt.Fprintln(os.Stderr, "bench cost: --gateways, --duration, --speed, --batch-every, --ack-every and --sample-hz must be positive, --rollup-every and --events not negative")
 		os.Exit(2)
 	}
 	if *ackTimeout <= *ackEvery+*batchEvery {
@@ -96,7 +100,7 @@ func main() {
 			*warmup = *ackEvery + *batchEvery
 		}
 		rc := runConfig{Gateways: *gateways, BowlsPerGateway: 1.5, Duration: *duration, Speed: *speed,
-			BatchEvery: *batchEvery, AckTimeout: *ackTimeout, Warmup: *warmup, SampleHz: *sampleHz, Log: log}
+			BatchEvery: *batchEvery, AckTimeout: *ackTimeout, Warmup: *warmup, SampleHz: *sampleHz, Events: *events, Log: log}
 		c, x, err := measure(ctx, rc)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench cost:", err)

@@ -52,7 +52,7 @@ func quantity(v float64) string {
 
 func printReport(w io.Writer, r report) {
 	e := r.Estimate
-	fmt.Fprintf(w, "cost: what AWS would bill the telemetry path, %s (%s, prices read %s)\n", r.Source, pricing.Region, pricing.ReadOn)
+	fmt.Fprintf(w, "cost: what AWS would bill the data path (telemetry and bowl events), %s (%s, prices read %s)\n", r.Source, pricing.Region, pricing.ReadOn)
 	fmt.Fprintf(w, "  %s\n", r.Run)
 	fmt.Fprintf(w, "  kinesis %s, %.1f bowls per gateway, quota loads at %.0fx the mean rate\n", e.Kinesis, e.BowlsPerGateway, peakOf(r))
 	for _, n := range r.Notes {

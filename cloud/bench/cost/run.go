@@ -36,7 +36,11 @@ type runConfig struct {
 	Warmup time.Duration
 	// SampleHz is each bowl's sample rate.
 	SampleHz float64
-	Log      *slog.Logger
+	// Events is how many bowl events the events pass drives through the
+	// events path after the telemetry run (0: none, the events path not
+	// measured).
+	Events int
+	Log    *slog.Logger
 }
 
 const tenant = "bench"
@@ -168,18 +172,13 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, runExtra, error
 	}
 	c := countsOf(m1.Since(m0), u1.Since(u0), rc.Speed, elapsed)
 	c.Gateways, c.Bowls, c.NotMeasured = rc.Gateways, bowls, notMeasured
-	if rulesStage != nil {
-		r := rulesStage.Counts()
-		c.RuleEvaluations, c.RuleUnits = r.Evaluations-r0.Evaluations, r.EvaluationUnits-r0.EvaluationUnits
-		c.RuleActions, c.RuleActionUnits = r.Actions-r0.Actions, r.ActionUnits-r0.ActionUnits
-	}
 	x := runExtra{Gateways: g1.since(g0), Usage: u1.Since(u0), AckTraffic: m1.Since(m0).Classes[classAck]}
 	if consumerStage != nil {
 		k := k1
 		c.LambdaInvocations = k.Invocations - k0.Invocations
 		// Handler time is real time: the run's clock does not speed up the
 		// work a record takes.
-		c.LambdaGBSeconds = (k.Handler - k0.Handler).Seconds() * float64(k.MemoryMB) / 1024
+		c.LambdaGBSeconds = gbSeconds(k.Handler-k0.Handler, k.CPU-k0.CPU, k.MemoryMB)
 		c.LambdaBatchSize, c.LambdaBatchWindow = k.BatchSize, k.BatchWindow
 		c.RunShards = max(1, k.Shards)
 		// The acks' HTTPS publishes, counted at the IoT data endpoint; the
@@ -190,11 +189,28 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, runExtra, error
 		c.HTTPPublishes += https
 		c.AckMessaging = c.AckMessaging.Add(pricing.MessageCount{Messages: https, Units: units})
 		x.Consumer = ConsumerCounts{
-			Invocations: c.LambdaInvocations, Records: k.Records - k0.Records, Handler: k.Handler - k0.Handler,
+			Invocations: c.LambdaInvocations, Records: k.Records - k0.Records, Handler: k.Handler - k0.Handler, CPU: k.CPU - k0.CPU,
 			MemoryMB: k.MemoryMB, BatchSize: k.BatchSize, BatchWindow: k.BatchWindow, Shards: k.Shards,
 			HTTPSPublishes: https, HTTPSPublishUnits: units,
 			CheckpointWrites: k.CheckpointWrites - k0.CheckpointWrites, CheckpointWRU: k.CheckpointWRU - k0.CheckpointWRU,
 		}
+	}
+	if rulesStage != nil {
+		r := rulesStage.Counts()
+		c.RuleEvaluations, c.RuleUnits = r.Evaluations-r0.Evaluations, r.EvaluationUnits-r0.EvaluationUnits
+		c.RuleActions, c.RuleActionUnits = r.Actions-r0.Actions, r.ActionUnits-r0.ActionUnits
+	}
+	if rc.Events > 0 && consumerStage != nil {
+		// After the telemetry run, so that neither slows the other's
+		// handler; counted apart and added in proportion (addEvents).
+		e, err := measureEvents(ctx, env, rc.Events)
+		if err != nil {
+			return pricing.Counts{}, runExtra{}, fmt.Errorf("events pass: %w", err)
+		}
+		addEvents(&c, e, lambdaMemoryMB)
+		x.Events = &e
+	} else {
+		c.NotMeasured[pricing.StageEvents] = "the events pass did not run (--events 0)"
 	}
 	return c, x, nil
 }
@@ -208,6 +224,9 @@ type runExtra struct {
 	Consumer ConsumerCounts       `json:"consumer"`
 	// AckTraffic is the acks at the broker: deliveries, PUBACKs.
 	AckTraffic mqttbroker.Traffic `json:"ack_traffic"`
+	// Events is the events pass's own counts, before addEvents scaled
+	// them into the run's; nil when it did not run.
+	Events *eventCounts `json:"events,omitempty"`
 }
 
 // runClock is a clock that starts at start and runs speed times faster

@@ -69,7 +69,10 @@ type ConsumerCounts struct {
 	Invocations int64         `json:"invocations"`
 	Records     int64         `json:"records"`
 	Handler     time.Duration `json:"handler_ns"`
-	MemoryMB    int           `json:"memory_mb"`
+	// CPU is the records' decoding timed again outside the handler: the
+	// CPU-bound part of Handler.
+	CPU      time.Duration `json:"cpu_ns"`
+	MemoryMB int           `json:"memory_mb"`
 	// BatchSize and BatchWindow are the event source mapping's.
 	BatchSize   int           `json:"batch_size"`
 	BatchWindow time.Duration `json:"batch_window_ns"`

@@ -192,7 +192,7 @@ func startCloud(ctx context.Context, cfg config, log *slog.Logger) (*cloud, erro
 			case <-runCtx.Done():
 				return nil
 			case <-t.C:
-				consumer.Flush(runCtx)
+				consumer.FlushDue(runCtx)
 			}
 		}
 	})

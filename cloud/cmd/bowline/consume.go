@@ -41,7 +41,7 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	invokeTimeout := fs.Duration("invoke-timeout", 60*time.Second, "deadline of each handler call (the function's timeout in AWS)")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "shortest time between two acknowledgements to one gateway, and the longest it waits for one (gateways resend after their ack_timeout, which must be longer)")
 	gapGrace := fs.Duration("gap-grace", def.GapGrace, "how long, on the gateway's clock, a hole may stay open before bowl.data_gap is raised")
-	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "shortest time between two writes of one bowl's rollup (0: every batch)")
+	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "length of a rollup window: a bowl's minutes of a window are written once, as one row, 5 min after it ends; divides an hour (0: every batch)")
 	iotEndpoint := fs.String("iot-endpoint", "", "the IoT data plane endpoint acks are published to (default $AWS_ENDPOINT_URL_IOT_DATA_PLANE)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
