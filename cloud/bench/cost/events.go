@@ -109,20 +109,12 @@ func measureEvents(ctx context.Context, env Env, n int) (eventCounts, error) {
 	// Ingest's handler. Its registry cache is turned off: a bowl's events
 	// come hours apart, past any cache, so each looks its thing up.
 	obs := &ingestTimes{}
-	in, err := a.Ingest(ingest.Config{Broker: env.BrokerURL, ClientID: standInPrefix + "ingest", RegistryTTL: time.Nanosecond,
+	in, err := a.Ingest(ingest.Config{RegistryTTL: time.Nanosecond,
 		Logger: env.Log.With("part", "ingest"), Observer: obs})
 	if err != nil {
 		return eventCounts{}, fmt.Errorf("events: %w", err)
 	}
-	ingestDone := make(chan struct{})
-	goRun("ingest", func(ctx context.Context) error { defer close(ingestDone); return in.Run(ctx) })
-	select {
-	case <-in.Ready():
-	case <-ingestDone:
-		return eventCounts{}, fmt.Errorf("events: ingest stopped before it subscribed: %w", runErr)
-	case <-ctx.Done():
-		return eventCounts{}, ctx.Err()
-	}
+	goRun("ingest", in.Run)
 
 	// The two pipes: what a Pipe does (read the stream, send to the
 	// queue) counted; the stand-in's own checkpoints and table lookups not.
@@ -209,8 +201,11 @@ func measureEvents(ctx context.Context, env Env, n int) (eventCounts, error) {
 		}
 		acked := make(chan struct{})
 		start := time.Now()
-		if err := in.Handle(ctx, topic, raw, func() { close(acked) }); err != nil {
+		if err := in.Handle(ctx, topic, raw, time.Time{}, func() { close(acked) }); err != nil {
 			return eventCounts{}, fmt.Errorf("events: ingest %s of %s: %w", typ, thing, err)
+		}
+		if err := in.FlushSeqs(ctx); err != nil {
+			return eventCounts{}, fmt.Errorf("events: ingest %s of %s: seq rows: %w", typ, thing, err)
 		}
 		select {
 		case <-acked:
