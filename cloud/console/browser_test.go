@@ -319,6 +319,50 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a gap arriving does not move the chart", func(t *testing.T) {
+		bowl := sys.Bowls()[1]
+		chart := `document.querySelector('svg.weight-chart')`
+		op.open(t, sys.ConsoleURL()+"bowls/"+bowl.Thing)
+		op.waitJS(t, bowl.Thing+"'s 2 h chart with points", waitLong, `+`+chart+`?.dataset.points > 10`)
+		a, err := app.Open(app.Config{AWS: lstest.AWSConfig(t), Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		// The consumer writes a gap's row at the wall clock (a day ahead
+		// of the bowls here) and puts its time on the bowls' clock in
+		// missing_since; a hand-made `bowline emit` of a bowl event
+		// carries the wall clock only.
+		ectx := engine.WithTenant(ctx, bowl.Tenant)
+		gap := map[string]any{"thing": bowl.Thing, "lane": "telemetry", "outbox": "o-test", "from_seq": 1000000, "to_seq": 1000009,
+			"missing_since": sys.SimNow().Add(-5 * time.Minute).UTC().Format(time.RFC3339Nano)}
+		if _, err := a.Engine.EmitEvent(ectx, engine.Event{Type: catalog.TypeDataGap, Payload: gap, IdempotencyKey: "gap-" + randHex(6)}); err != nil {
+			t.Fatalf("emit %s: %v", catalog.TypeDataGap, err)
+		}
+		refill := map[string]any{"thing": bowl.Thing, "grams_added": 50, "level_g": 300}
+		if _, err := a.Engine.EmitEvent(engine.WithActor(ectx, "cli"), engine.Event{Type: catalog.TypeRefilled, Payload: refill}); err != nil {
+			t.Logf("emit a refill without device_at (as bowline emit may): %v", err)
+		}
+		op.waitJS(t, "the gap listed on the bowl's page", waitLong, `[...document.querySelectorAll('tbody tr')].some(r => r.innerText.includes("bowl.data_gap"))`)
+		op.waitJS(t, "the chart still showing the bowl's readings after the gap", waitShort, `+`+chart+`?.dataset.points > 10`)
+		to, err := js[string](op, chart+`.dataset.to`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := time.Parse(time.RFC3339, to)
+		if sim := sys.SimNow(); err != nil || end.Sub(sim).Abs() > 30*time.Minute {
+			t.Errorf("chart ends at %q (%v); want the bowls' clock, about %s, not the wall clock %s", to, err, sim.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+		}
+		for _, want := range []string{"bowl time (simulated), UTC", "weight (g)"} {
+			if txt, _ := js[string](op, chart+`.textContent`); !strings.Contains(txt, want) {
+				t.Errorf("chart's axes do not say %q", want)
+			}
+		}
+		if txt := op.text(); !strings.Contains(txt, "late") || !strings.Contains(txt, "wall clock") {
+			t.Errorf("bowl page does not say the gap is late and name the clocks:\n%s", txt)
+		}
+	})
+
 	t.Run("a dead letter redriven from the page disappears and its provider call happens once", func(t *testing.T) {
 		shop := sys.Fakes().Set.Shopify
 		shop.FailAlways(http.StatusServiceUnavailable)

@@ -219,8 +219,14 @@ type page struct {
 	LiveURL string
 	Refresh int // milliseconds between live updates
 	Stack   string
-	SimNow  string
-	Data    any
+	// SimNow is set under a simulated clock (bowline dev); BowlClock
+	// names the bowls' clock and BowlNow, WallNow are both clocks now
+	// (clock.go).
+	SimNow    string
+	BowlClock string
+	BowlNow   string
+	WallNow   string
+	Data      any
 }
 
 var funcs = template.FuncMap{
@@ -255,7 +261,7 @@ var funcs = template.FuncMap{
 		case d < time.Hour:
 			return fmt.Sprintf("%d min ago", int(d.Minutes()))
 		}
-		return t.UTC().Format("Jan 2 15:04")
+		return t.UTC().Format("Jan 2 15:04") + " UTC"
 	},
 	"int":  func(n any) string { return fmtIntAny(n) },
 	"json": prettyJSON,
@@ -332,6 +338,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	if c.cfg.SimClock != nil {
 		p.SimNow = c.cfg.SimClock().UTC().Format("Jan 2 15:04")
 	}
+	p.BowlClock, p.BowlNow, p.WallNow = c.bowlClockName(), c.now().UTC().Format("Jan 2 15:04"), time.Now().UTC().Format("15:04")
 	if p.Refresh == 0 {
 		p.Refresh = int(c.cfg.Refresh / time.Millisecond)
 	}

@@ -38,7 +38,7 @@
       if (all2) { all2.checked = allChecked; }
       if (focusKey) { var f = live.querySelector(focusKey); if (f) { f.focus(); } }
       wire();
-      if (status) { status.textContent = "live " + new Date().toLocaleTimeString(); status.className = ""; }
+      if (status) { status.textContent = "live " + new Date().toISOString().slice(11, 19) + " UTC wall clock"; status.className = ""; }
       schedule();
     };
     req.onerror = function () {
