@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,14 +22,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/console"
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/attr"
+	"github.com/bowline-iot/bowline/engine/redrive"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
@@ -177,6 +185,13 @@ func (p *person) screenshot(t *testing.T, dir, name string, full bool) {
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// noRedrive is a console's redriver that is never used.
+type noRedrive struct{}
+
+func (noRedrive) Run(context.Context, redrive.Options) (redrive.Result, error) {
+	return redrive.Result{}, errors.New("no redrive in this test")
 }
 
 // truthLog keeps the simulator's ground truth.
@@ -360,6 +375,77 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		if txt := op.text(); !strings.Contains(txt, "late") || !strings.Contains(txt, "wall clock") {
 			t.Errorf("bowl page does not say the gap is late and name the clocks:\n%s", txt)
+		}
+	})
+
+	t.Run("an unreachable queue turns its dependants red", func(t *testing.T) {
+		a, err := app.Open(app.Config{AWS: lstest.AWSConfig(t), Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		// A console whose SQS client points at a port nobody listens on;
+		// everything else is the running system's.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		q := sqs.NewFromConfig(lstest.AWSConfig(t), func(o *sqs.Options) { o.BaseEndpoint, o.RetryMaxAttempts = aws.String("http://"+addr), 1 })
+		reg := prometheus.NewRegistry()
+		worker.NewMetrics(reg)
+		relay.NewMetrics(reg).For("events").Forwarded(0)
+		token := "ops-" + randHex(8)
+		con, err := console.New(console.Config{
+			OpsToken: token, Names: names, DB: a.DynamoDB, Chains: a.Verifier(), DeadLetters: a.DeadLetters, Inbox: a.Inbox,
+			Redriver: noRedrive{}, Subscriptions: a.Catalog.Subscriptions, Queue: q,
+			QueueURLs: console.QueueURLs{Events: "http://" + addr + "/000000000000/events.fifo", DLQ: "http://" + addr + "/000000000000/events-dlq.fifo"},
+			Rollups:   a.DynamoDB, NoTelemetry: true, Gatherer: reg, Refresh: 500 * time.Millisecond, Logger: testkit.Logger(t, slog.LevelError),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = con.Run(rctx) }()
+		defer func() { stop(); <-done }()
+		hs := httptest.NewServer(con)
+		defer hs.Close()
+		p := b.newPerson(t)
+		p.open(t, hs.URL+"/console/login?token="+token)
+		stageOf := func(k string) string { return fmt.Sprintf(`document.querySelector('li[data-stage=%q]')`, k) }
+		p.waitJS(t, "the queue stage red", waitShort, stageOf("queue")+`?.dataset.state === "down"`)
+		for _, k := range []string{"relay", "worker", "providers"} {
+			p.waitJS(t, "the "+k+" stage red as it needs the queue", waitShort, stageOf(k)+`?.dataset.state === "down"`)
+			if figs, _ := js[[]string](p, `[...`+stageOf(k)+`.querySelectorAll('dd')].map(d => d.textContent)`); len(figs) == 0 || slices.ContainsFunc(figs, func(f string) bool { return f != "?" }) {
+				t.Errorf("%s stage's figures %q; want each ? while its queue cannot be read", k, figs)
+			}
+		}
+		if figs, _ := js[[]string](p, `[...`+stageOf("queue")+`.querySelectorAll('dd')].map(d => d.textContent)`); slices.Contains(figs, "0") {
+			t.Errorf("queue stage shows %q; want ? rather than stale zeros", figs)
+		}
+		note, _ := js[string](p, stageOf("queue")+`.querySelector('.note').innerText`)
+		if !strings.Contains(note, addr) || !strings.Contains(note, "unreachable") || !strings.Contains(note, "since") {
+			t.Errorf("queue stage says %q; want which service, at %s, unreachable, since when", note, addr)
+		}
+		if strings.Contains(note, "operation error") {
+			t.Errorf("queue stage shows the SDK's text %q in its note; want words, the raw text behind a click", note)
+		}
+		p.click(t, `li[data-stage="queue"] details.raw summary`)
+		if raw, _ := js[string](p, stageOf("queue")+`.querySelector('details.raw code').innerText`); !strings.Contains(raw, addr) {
+			t.Errorf("raw error behind the click: %q; want the SDK's text", raw)
+		}
+		p.waitJS(t, "the banner saying the pipeline is down", waitShort, `document.querySelector('#health [data-health]')?.dataset.health === "down"`)
+		if txt, _ := js[string](p, `document.querySelector('#health').innerText`); !strings.Contains(txt, "Queue / DLQ") || !strings.Contains(txt, "Worker") {
+			t.Errorf("banner says %q; want the queue and the worker named", txt)
+		}
+		// At 1024 px the cards wrap instead of running off the page.
+		p.do(t, "narrow the window", chromedp.EmulateViewport(1024, 768))
+		p.open(t, hs.URL+"/console/")
+		p.waitJS(t, "the pipeline at 1024 px", waitShort, `!!`+stageOf("providers"))
+		if over, _ := js[string](p, `(() => { const w = document.documentElement.clientWidth; const o = [...document.querySelectorAll('li.stage')].filter(s => s.getBoundingClientRect().right > w + 1).map(s => s.dataset.stage); return document.documentElement.scrollWidth > w + 1 ? "page " + document.documentElement.scrollWidth + " > " + w + " " + o : o.join(",") })()`); over != "" {
+			t.Errorf("at 1024 px the pipeline overflows: %s", over)
 		}
 	})
 

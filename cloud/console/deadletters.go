@@ -231,5 +231,6 @@ func (c *Console) redrivePost(w http.ResponseWriter, r *http.Request, sess sessi
 		c.redrives = c.redrives[len(c.redrives)-20:]
 	}
 	c.mu.Unlock()
+	c.countLetters(r.Context())
 	http.Redirect(w, r, fmt.Sprintf("%sdead-letters?redrive=%s", Prefix, run.ID), http.StatusSeeOther)
 }

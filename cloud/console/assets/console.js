@@ -33,6 +33,12 @@
         focusKey = a.id ? "#" + a.id : (a.getAttribute("href") ? "a[href='" + a.getAttribute("href") + "']" : (a.name ? "[name='" + a.name + "'][value='" + a.value + "']" : null));
       }
       live.innerHTML = req.responseText;
+      // The banner and the tabs' counts come with the region.
+      live.querySelectorAll("[data-sync]").forEach(function (e) {
+        var to = document.getElementById(e.getAttribute("data-sync"));
+        if (to) { to.innerHTML = e.innerHTML; }
+        e.remove();
+      });
       live.querySelectorAll("input[type=checkbox]").forEach(function (c) { if (checked[c.name + "=" + c.value]) { c.checked = true; } });
       var all2 = document.getElementById("select-all");
       if (all2) { all2.checked = allChecked; }
