@@ -449,6 +449,69 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a dead letter links to its event", func(t *testing.T) {
+		notify := sys.Fakes().Set.Notify
+		notify.FailAlways(http.StatusBadGateway)
+		c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("shop"), Secret: cfg.Settings.WebhookSecret}
+		order, err := c.Order(ctx, "cust-dl", "pet-1", 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := c.Pay(ctx, order, "pay_"+randHex(6), 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		letter := fmt.Sprintf(`table.letters tr[data-event=%q][data-sub=%q]`, ev, catalog.SubNotifyBuyer)
+		// A person who is not logged in follows a link to the dead
+		// letters: the login brings them back to it.
+		viewer := b.newPerson(t)
+		viewer.open(t, sys.ConsoleURL()+"dead-letters?tenant=shop")
+		viewer.waitJS(t, "the login form", waitShort, `!!document.querySelector('input#token')`)
+		viewer.do(t, "log in with the form", chromedp.SendKeys("#token", cfg.Settings.OpsToken), chromedp.Submit("#token"))
+		viewer.waitJS(t, "back on the dead letters of tenant shop after the login", waitShort, `location.pathname === "/console/dead-letters" && location.search === "?tenant=shop"`)
+		viewer.waitJS(t, "the notify_buyer dead letter of the payment", waitLong, fmt.Sprintf(`!!document.querySelector('%s a.event-link')`, letter))
+		notify.FailNext(0, 0)
+		viewer.waitJS(t, "the Dead letters tab counting open letters", waitShort, `+document.querySelector('#nav-letters')?.innerText >= 1`)
+		if txt, _ := js[string](viewer, fmt.Sprintf(`document.querySelector('%s a.order-link').innerText`, letter)); !strings.Contains(txt, order) {
+			t.Errorf("dead letter's order link says %q; want order %s", txt, order)
+		}
+		viewer.click(t, letter+` a.event-link`)
+		viewer.waitJS(t, "the letter's event page", waitShort, `location.pathname.includes("/events/") && !!document.querySelector('dl.kv')`)
+		if txt := viewer.text(); !strings.Contains(txt, ev) || !strings.Contains(txt, catalog.TypePaymentCompleted) {
+			t.Errorf("the dead letter's event link shows:\n%s\nwant event %s, %s", txt, ev, catalog.TypePaymentCompleted)
+		}
+		viewer.open(t, sys.ConsoleURL()+"dead-letters?tenant=shop")
+		viewer.waitJS(t, "the letter's order link", waitShort, fmt.Sprintf(`!!document.querySelector('%s a.order-link')`, letter))
+		viewer.click(t, letter+` a.order-link`)
+		viewer.waitJS(t, "the letter's order on the commerce page", waitShort, fmt.Sprintf(`!!document.querySelector('table.orders tr[data-order=%q]')`, order))
+		if n, _ := js[int](viewer, `document.querySelectorAll('table.orders tbody tr[data-order]').length`); n != 1 {
+			t.Errorf("the order link shows %d orders; want that one", n)
+		}
+	})
+
+	t.Run("search finds an order", func(t *testing.T) {
+		c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("shop"), Secret: cfg.Settings.WebhookSecret}
+		order, err := c.Order(ctx, "cust-search", "pet-3", 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Pay(ctx, order, "pay_"+randHex(6), 4999); err != nil {
+			t.Fatal(err)
+		}
+		op.open(t, sys.ConsoleURL()+"commerce")
+		op.waitJS(t, "the order on the commerce page", waitLong, fmt.Sprintf(`!!document.querySelector('table.orders tr[data-order=%q]')`, order))
+		op.do(t, "search for the order", chromedp.SendKeys("#search", order), chromedp.Submit("#search"))
+		hit := fmt.Sprintf(`[...document.querySelectorAll('table.hits tr[data-kind="order"] a')].find(a => a.innerText === %q)`, order)
+		op.waitJS(t, "the order among the results", waitShort, `!!`+hit)
+		if txt, _ := js[string](op, hit+`.closest('tr').innerText`); !strings.Contains(txt, "49.99 USD") {
+			t.Errorf("the order's result says %q; want its amount in its currency, 49.99 USD", txt)
+		}
+		op.click(t, `table.hits tr[data-kind="order"] a`)
+		row := fmt.Sprintf(`document.querySelector('table.orders tr[data-order=%q]')`, order)
+		op.waitJS(t, "the order's page", waitShort, `!!`+row)
+		op.waitJS(t, "the order paid", waitLong, row+`.cells[5].innerText !== "waiting"`)
+	})
+
 	t.Run("a dead letter redriven from the page disappears and its provider call happens once", func(t *testing.T) {
 		shop := sys.Fakes().Set.Shopify
 		shop.FailAlways(http.StatusServiceUnavailable)

@@ -95,6 +95,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"dead-letters", c.authed(c.deadLettersPage))
 	m.HandleFunc("POST "+Prefix+"dead-letters/redrive", c.authed(c.redrivePost))
 	m.HandleFunc("GET "+Prefix+"commerce", c.authed(c.commercePage))
+	m.HandleFunc("GET "+Prefix+"search", c.authed(c.searchPage))
 	m.HandleFunc(Prefix, c.authed(func(w http.ResponseWriter, r *http.Request, sess session) {
 		c.notFound(w, r, sess, "no page "+r.URL.Path)
 	}))

@@ -172,6 +172,30 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	}
 }
 
+func TestLoginReturnsToThePageAskedFor(t *testing.T) {
+	c, _ := newTestConsole(t)
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/dead-letters?tenant=shop", nil))
+	want := "/console/login?next=" + url.QueryEscape("/console/dead-letters?tenant=shop")
+	if got := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || got != want {
+		t.Errorf("GET dead-letters without a session: %d to %q; want 303 to %q", rec.Code, got, want)
+	}
+	for next, to := range map[string]string{
+		"/console/dead-letters?tenant=shop": "/console/dead-letters?tenant=shop",
+		"/console/bowls/gw-1:bowl-1?live=1": "/console/bowls/gw-1:bowl-1",
+		"//evil.example/console/":           Prefix,
+		"https://evil.example/console/":     Prefix,
+		"/elsewhere":                        Prefix,
+		"/console/logout":                   Prefix,
+	} {
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/login?token="+testToken+"&next="+url.QueryEscape(next), nil))
+		if got := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || got != to {
+			t.Errorf("login with next=%q: %d to %q; want 303 to %q", next, rec.Code, got, to)
+		}
+	}
+}
+
 func TestActionsNeedTheCSRFToken(t *testing.T) {
 	c, red := newTestConsole(t)
 	ck, csrf, _ := login(t, c, testToken)
@@ -214,7 +238,7 @@ func TestEveryPageRendersEmpty(t *testing.T) {
 	c, _ := newTestConsole(t)
 	c.Refresh(t.Context())
 	ck, _, _ := login(t, c, testToken)
-	for _, p := range []string{"", "bowls", "tenants", "dead-letters", "commerce", "dead-letters?live=1"} {
+	for _, p := range []string{"", "bowls", "tenants", "dead-letters", "commerce", "dead-letters?live=1", "search", "search?q=nothing", "commerce?order=o-1", "?live=1"} {
 		req := httptest.NewRequest(http.MethodGet, Prefix+p, nil)
 		req.AddCookie(ck)
 		rec := httptest.NewRecorder()

@@ -79,6 +79,7 @@
     var link = document.querySelector("header nav a[data-key='" + e.key + "']");
     if (link) { e.preventDefault(); link.click(); return; }
     if (e.key === "r") { e.preventDefault(); update(); }
+    if (e.key === "/") { var s = document.getElementById("search"); if (s) { e.preventDefault(); s.focus(); } }
   });
 
   wire();
