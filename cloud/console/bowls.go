@@ -128,9 +128,9 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 		case catalog.TypeDeviceFault:
 			b.Detail = fmt.Sprintf("code %v: %v", e.Payload["code"], e.Payload["detail"])
 		case catalog.TypeDataGap:
-			b.Detail = fmt.Sprintf("%v records (seq %v-%v) missing", seqCount(e.Payload), e.Payload["from_seq"], e.Payload["to_seq"])
+			b.Detail = fmt.Sprintf("%d records (seq %s) missing", seqCount(e.Payload), seqRange(e.Payload))
 		case catalog.TypeTelemetryDropped:
-			b.Detail = fmt.Sprintf("%v records (seq %v-%v) dropped unsent at the gateway: %s", e.Payload["count"], e.Payload["from_seq"], e.Payload["to_seq"], dropReason(e.Payload["reason"]))
+			b.Detail = fmt.Sprintf("%d records (seq %s) dropped unsent at the gateway: %s", seqCount(e.Payload), seqRange(e.Payload), dropReason(e.Payload["reason"]))
 		case catalog.TypeFoodLow:
 			b.Detail = fmt.Sprintf("level %.0f g", b.Level)
 		case catalog.TypeEmpty:
@@ -150,6 +150,13 @@ func seqCount(p map[string]any) int64 {
 		return 0
 	}
 	return int64(to-from) + 1
+}
+
+// seqRange is a payload's from_seq-to_seq as integers.
+func seqRange(p map[string]any) string {
+	from, _ := payloadNum(p, "from_seq")
+	to, _ := payloadNum(p, "to_seq")
+	return fmt.Sprintf("%.0f-%.0f", from, to)
 }
 
 // dropReason says in words where and why a gateway dropped telemetry
@@ -203,7 +210,7 @@ func classifyGaps(evs []bowlEvent) {
 			for _, d := range drops {
 				if d.from <= t && f <= d.to {
 					e.Verdict = gapLost
-					e.Detail = fmt.Sprintf("%d records (seq %v-%v) lost: dropped at the gateway (%s)", seqCount(e.Env.Payload), e.Env.Payload["from_seq"], e.Env.Payload["to_seq"], d.why)
+					e.Detail = fmt.Sprintf("%d records (seq %s) lost: dropped at the gateway (%s)", seqCount(e.Env.Payload), seqRange(e.Env.Payload), d.why)
 					break
 				}
 			}
@@ -359,7 +366,11 @@ func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session)
 			if kind == "" {
 				kind = "other"
 			}
-			items = append(items, timelineItem{Kind: kind, At: e.At, Label: fmt.Sprintf("%s at %s: %s", e.Type, e.At.UTC().Format("15:04"), e.Detail)})
+			dot := kind
+			if kind == "gap" {
+				dot = "gap-" + e.Verdict // lost red, late amber
+			}
+			items = append(items, timelineItem{Kind: dot, At: e.At, Label: fmt.Sprintf("%s at %s: %s", e.Type, e.At.UTC().Format("15:04"), e.Detail)})
 			switch kind {
 			case "refill", "fault":
 				marks = append(marks, chartMark{Kind: kind, From: e.At, To: e.At, Label: e.Type + " " + e.Detail})

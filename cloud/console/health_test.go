@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/engine/relay"
 	"github.com/bowline-iot/bowline/engine/worker"
 )
@@ -79,5 +81,21 @@ func TestRelayCatchingUpAtStartIsNotBehind(t *testing.T) {
 	}
 	if !relayBehind(ss) {
 		t.Errorf("forwarding 45 s old records over %d readings does not count as behind", rateWindow)
+	}
+}
+
+func TestTelemetryBehindIsMeasuredOnTheBowlsClock(t *testing.T) {
+	cfg := testConfig(&countingRedriver{})
+	sim := time.Now().UTC().Add(-17 * time.Hour).Truncate(time.Minute) // the demo clock runs hours behind the wall clock
+	cfg.SimClock = func() time.Time { return sim }
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.telemetry.addPoints("gw-0:bowl-0", "t", []durable.Point{{At: sim.Add(-2 * time.Minute), Kind: weightKind, Count: 60, Mean: 200, Min: 199, Max: 201, Last: 200}}, time.Now())
+	for _, s := range c.stages() {
+		if s.Key == "kinesis" && s.State != stateOK {
+			t.Errorf("telemetry 2 min behind the bowls' clock (17 h behind the wall clock): kinesis is %s (%s); want ok", s.State, s.Note)
+		}
 	}
 }

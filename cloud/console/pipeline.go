@@ -326,9 +326,12 @@ func (c *Console) stages() []stage {
 	records, readAt, newest := c.telemetry.status()
 	samples := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_consumer_samples_total") }, true)
 	putErr := m.sum("bowline_rules_errors_total")
+	// The rollups are stamped on the bowls' clock: how far the newest is
+	// behind is measured on it (the demo clock is hours behind the wall
+	// clock).
 	behind := time.Duration(0)
 	if !newest.IsZero() {
-		behind = readAt.Sub(newest)
+		behind = max(0, c.now().Sub(newest))
 	}
 	kin.State, kin.Note = stateOK, fmt.Sprintf("console reader: %s rollup minutes", fmtInt(records))
 	switch {
@@ -340,9 +343,9 @@ func (c *Console) stages() []stage {
 	case time.Since(readAt) > 3*lagReader:
 		kin.State, kin.Note = stateDown, "console reader gets no answer"
 	case behind > lagReader:
-		kin.State, kin.Note = stateLagging, fmt.Sprintf("console reader %s behind", behind.Round(time.Second))
+		kin.State, kin.Note = stateLagging, fmt.Sprintf("newest rollup %s behind (%s)", fmtDuration(behind), c.bowlClockName())
 	}
-	kin.Figures = []figure{{"samples in", fmtRate(recentRate(samples)), false}, {"reader behind", behind.Round(100 * time.Millisecond).String(), behind > lagReader}, {"put errors", fmtInt(int64(putErr)), putErr > 0}}
+	kin.Figures = []figure{{"samples in", fmtRate(recentRate(samples)), false}, {"reader behind", fmtDuration(behind), behind > lagReader}, {"put errors", fmtInt(int64(putErr)), putErr > 0}}
 	kin.Spark = sparkline(samples)
 	out = append(out, kin)
 
