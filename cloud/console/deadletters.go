@@ -131,6 +131,9 @@ func (c *Console) letters(r *http.Request) (deadLettersPage, error) {
 	}
 	p.Tenants, p.Subs, p.Reasons = keys(tenants), keys(subs), keys(reasons)
 	c.linkLetters(p.Rows)
+	c.mu.Lock()
+	c.openLetters = p.Open // the tab's count, as fresh as this page
+	c.mu.Unlock()
 	slices.SortFunc(p.Rows, func(a, b letterRow) int { return b.At.Compare(a.At) })
 	return p, nil
 }
