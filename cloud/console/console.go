@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -310,6 +311,14 @@ var funcs = template.FuncMap{
 	"json": prettyJSON,
 	"g":    func(v float64) string { return fmt.Sprintf("%.1f g", v) },
 	"add":  func(a, b int) int { return a + b },
+	// problem says a raw error from service in words (health.go).
+	"problem": func(service, raw string) *problem {
+		if raw == "" {
+			return nil
+		}
+		p := explain(service, "", errors.New(raw))
+		return &p
+	},
 	"hours": func(d time.Duration) string {
 		return fmt.Sprintf("%g hours", d.Hours())
 	},

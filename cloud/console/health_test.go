@@ -99,3 +99,29 @@ func TestTelemetryBehindIsMeasuredOnTheBowlsClock(t *testing.T) {
 		}
 	}
 }
+
+func TestMoneyInItsCurrency(t *testing.T) {
+	for _, tc := range []struct {
+		p    map[string]any
+		want string
+	}{
+		{map[string]any{"amount_cents": 4999.0, "currency": "USD"}, "49.99 USD"},
+		{map[string]any{"amount_cents": 1200.0, "currency": "JPY"}, "1,200 JPY"},
+		{map[string]any{"amount_cents": 4999.0}, "4,999 minor units (no currency)"},
+	} {
+		if got := money(tc.p); got != tc.want {
+			t.Errorf("money(%v) = %q; want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestErrorsInWords(t *testing.T) {
+	p := explain("SQS queue events.fifo", "http://127.0.0.1:4566/000000000000/events.fifo", errors.New("operation error SQS: GetQueueAttributes, exceeded maximum number of attempts, 3, https response error StatusCode: 0, RequestID: , request send failed, Post \"http://127.0.0.1:4566/\": context deadline exceeded"))
+	if w := p.Words(); w != "SQS queue events.fifo at 127.0.0.1:4566 is not answering (timed out)" || !p.Unreachable {
+		t.Errorf("a timed-out queue in words: %q (unreachable %v)", w, p.Unreachable)
+	}
+	p = explain("DynamoDB table events", "", errors.New("operation error DynamoDB: Query, https response error StatusCode: 400, RequestID: x, ResourceNotFoundException: Cannot do operations on a non-existent table"))
+	if w := p.Words(); !strings.Contains(w, "no such queue, table or stream") || p.Unreachable {
+		t.Errorf("a missing table in words: %q (unreachable %v); want it said, and not unreachable", w, p.Unreachable)
+	}
+}
