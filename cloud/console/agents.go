@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,6 +61,15 @@ type agentView struct {
 
 // Up reports whether the agent answered and is connected to the broker.
 func (a agentView) Up() bool { return a.Err == "" && a.Status.MQTT.Connected }
+
+// Problem is the last poll's failure in words (nil: it answered).
+func (a agentView) Problem() *problem {
+	if a.Err == "" {
+		return nil
+	}
+	p := explain("the edge agent's status endpoint", a.StatusURL, errors.New(a.Err))
+	return &p
+}
 
 // Backlog is the agent's outbox backlog, both lanes.
 func (a agentView) Backlog() int64 {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,8 +117,25 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		c.finishLogin(w, r, tok)
 		return
 	}
-	c.render(w, r, http.StatusOK, "login", page{Title: "Log in"})
+	c.render(w, r, http.StatusOK, "login", page{Title: "Log in", Data: nextPage(r.URL.Query().Get("next"))})
 }
+
+// nextPage is where a login goes on: the console page asked for when it
+// is one (a path under Prefix, no host, no scheme), else the pipeline.
+func nextPage(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
+		!strings.HasPrefix(u.Path, Prefix) || strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(next, "//") ||
+		u.Path == Prefix+"login" || u.Path == Prefix+"logout" {
+		return Prefix
+	}
+	u.RawQuery = stripLive(u.Query()).Encode()
+	return u.RequestURI()
+}
+
+// stripLive drops the live-region parameter: a login goes on to the
+// whole page.
+func stripLive(q url.Values) url.Values { q.Del("live"); return q }
 
 // loginPost serves POST /console/login.
 func (c *Console) loginPost(w http.ResponseWriter, r *http.Request) {
@@ -132,12 +150,12 @@ func (c *Console) finishLogin(w http.ResponseWriter, r *http.Request, tok string
 	at, wait, ok := c.cfg.Guard.Check(r, guard.KindConsole)
 	if !ok {
 		guard.Refuse(w, wait)
-		c.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many wrong tokens from this address: try again later."})
+		c.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many wrong tokens from this address: try again later.", Data: nextPage(r.FormValue("next"))})
 		return
 	}
 	if !c.tokenOK(tok) {
 		c.cfg.Guard.Failed(at)
-		c.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "That is not the ops token (BOWLINE_OPS_TOKEN) of this API."})
+		c.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "That is not the ops token (BOWLINE_OPS_TOKEN) of this API.", Data: nextPage(r.FormValue("next"))})
 		return
 	}
 	id, _ := c.sessions.create()
@@ -147,8 +165,9 @@ func (c *Console) finishLogin(w http.ResponseWriter, r *http.Request, tok string
 		Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: c.cfg.Guard.HTTPS(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: int(c.cfg.SessionTTL / time.Second),
 	})
-	// The redirect drops the token from the address bar and history.
-	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+	// The redirect drops the token from the address bar and history, and
+	// goes on to the page asked for.
+	http.Redirect(w, r, nextPage(r.FormValue("next")), http.StatusSeeOther)
 }
 
 // logout serves POST /console/logout.
@@ -168,7 +187,11 @@ func (c *Console) authed(h func(w http.ResponseWriter, r *http.Request, sess ses
 		_, sess, ok := c.sessionOf(r)
 		if !ok {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
-				http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+				to := Prefix + "login"
+				if next := nextPage(r.URL.RequestURI()); next != Prefix {
+					to += "?next=" + url.QueryEscape(next)
+				}
+				http.Redirect(w, r, to, http.StatusSeeOther)
 				return
 			}
 			c.forbidden(w, r, "not logged in")

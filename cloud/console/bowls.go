@@ -46,22 +46,48 @@ func (c *Console) things() map[string]string {
 
 // bowlEvent is a device event of one bowl, with the device's times.
 type bowlEvent struct {
-	Env     engine.Envelope
-	Type    string
-	At      time.Time // when it happened on the bowl (device_at)
-	Started time.Time // a meal's start
-	Pet     string
-	Grams   float64
-	Level   float64
-	HasLvl  bool
-	Detail  string
-	Intake  string // record_intake's state, meals only
+	Env  engine.Envelope
+	Type string
+	// At is when it happened on the bowls' clock (device_at; a gap's
+	// missing_since; a drop's last sample), or, for an event that carries
+	// no time of the bowl's (a hand-made `bowline emit`), when it was
+	// written on the wall clock: then OnBowlClock is false, it is listed
+	// with its clock named and never placed on a chart's axis.
+	At          time.Time
+	OnBowlClock bool
+	Started     time.Time // a meal's start
+	Pet         string
+	Grams       float64
+	Level       float64
+	HasLvl      bool
+	Detail      string
+	Intake      string // record_intake's state, meals only
+	// Verdict is a gap's or a drop's: gapLost or gapLate.
+	Verdict string
 }
 
 func payloadTime(p map[string]any, k string) time.Time {
 	s, _ := p[k].(string)
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
+}
+
+// bowlTime is when e happened on the bowls' (gateways') clock: a device
+// event's device_at, a gap's missing_since, the last sample of a drop.
+// Zero when the event carries none: its envelope's occurred_at is the
+// wall clock of whoever wrote it (ingest, the consumer, `bowline emit`)
+// and must not be mixed with the bowls' times (docs/console.md, "Clocks").
+func bowlTime(e engine.Envelope) time.Time {
+	switch e.Type {
+	case catalog.TypeDataGap:
+		return payloadTime(e.Payload, "missing_since")
+	case catalog.TypeTelemetryDropped:
+		if t := payloadTime(e.Payload, "to"); !t.IsZero() {
+			return t
+		}
+		return payloadTime(e.Payload, "from")
+	}
+	return payloadTime(e.Payload, "device_at")
 }
 
 func payloadNum(p map[string]any, k string) (float64, bool) {
@@ -78,8 +104,9 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 	})
 	out := make([]bowlEvent, 0, len(envs))
 	for _, e := range envs {
-		b := bowlEvent{Env: e, Type: e.Type, At: payloadTime(e.Payload, "device_at")}
-		if b.At.IsZero() {
+		b := bowlEvent{Env: e, Type: e.Type, At: bowlTime(e)}
+		b.OnBowlClock = !b.At.IsZero()
+		if !b.OnBowlClock {
 			b.At = e.OccurredAt
 		}
 		b.Pet, _ = e.Payload["pet_tag"].(string)
@@ -101,9 +128,9 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 		case catalog.TypeDeviceFault:
 			b.Detail = fmt.Sprintf("code %v: %v", e.Payload["code"], e.Payload["detail"])
 		case catalog.TypeDataGap:
-			b.Detail = fmt.Sprintf("%v lane seq %v-%v missing", e.Payload["lane"], e.Payload["from_seq"], e.Payload["to_seq"])
+			b.Detail = fmt.Sprintf("%d records (seq %s) missing", seqCount(e.Payload), seqRange(e.Payload))
 		case catalog.TypeTelemetryDropped:
-			b.Detail = fmt.Sprintf("%v samples dropped at the gateway (%v)", e.Payload["count"], e.Payload["reason"])
+			b.Detail = fmt.Sprintf("%d records (seq %s) dropped unsent at the gateway: %s", seqCount(e.Payload), seqRange(e.Payload), dropReason(e.Payload["reason"]))
 		case catalog.TypeFoodLow:
 			b.Detail = fmt.Sprintf("level %.0f g", b.Level)
 		case catalog.TypeEmpty:
@@ -111,7 +138,84 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 		}
 		out = append(out, b)
 	}
+	classifyGaps(out)
 	return out
+}
+
+// seqCount is how many seqs a payload's from_seq..to_seq spans.
+func seqCount(p map[string]any) int64 {
+	from, _ := payloadNum(p, "from_seq")
+	to, _ := payloadNum(p, "to_seq")
+	if to < from {
+		return 0
+	}
+	return int64(to-from) + 1
+}
+
+// seqRange is a payload's from_seq-to_seq as integers.
+func seqRange(p map[string]any) string {
+	from, _ := payloadNum(p, "from_seq")
+	to, _ := payloadNum(p, "to_seq")
+	return fmt.Sprintf("%.0f-%.0f", from, to)
+}
+
+// dropReason says in words where and why a gateway dropped telemetry
+// (edge/outbox drop reasons).
+func dropReason(r any) string {
+	switch r {
+	case "disk_cap":
+		return "the agent's outbox reached its disk cap"
+	case "ttl":
+		return "older than the agent's telemetry TTL"
+	case "ring", "mcu_ring":
+		return "the MCU's ring buffer overflowed"
+	}
+	return fmt.Sprintf("reason %v", r)
+}
+
+// Gap verdicts: lost (a part says it dropped the samples) or late (no
+// part says so: the gateway keeps telemetry until the cloud acknowledges
+// it and sends it again, so it may still arrive).
+const (
+	gapLost = "lost"
+	gapLate = "late"
+)
+
+// classifyGaps says of each bowl.data_gap whether it is lost or late: it
+// is lost when a bowl.telemetry_dropped of the same bowl covers any of its
+// seqs (the gateway dropped them, and says why), else late.
+func classifyGaps(evs []bowlEvent) {
+	type span struct {
+		from, to float64
+		why      string
+	}
+	var drops []span
+	for _, e := range evs {
+		if e.Type == catalog.TypeTelemetryDropped {
+			f, _ := payloadNum(e.Env.Payload, "from_seq")
+			t, _ := payloadNum(e.Env.Payload, "to_seq")
+			drops = append(drops, span{f, t, dropReason(e.Env.Payload["reason"])})
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		switch e.Type {
+		case catalog.TypeTelemetryDropped:
+			e.Verdict = gapLost
+		case catalog.TypeDataGap:
+			e.Verdict = gapLate
+			e.Detail += ": not in the cloud yet; the gateway keeps unacknowledged telemetry and sends it again, so it may still arrive"
+			f, _ := payloadNum(e.Env.Payload, "from_seq")
+			t, _ := payloadNum(e.Env.Payload, "to_seq")
+			for _, d := range drops {
+				if d.from <= t && f <= d.to {
+					e.Verdict = gapLost
+					e.Detail = fmt.Sprintf("%d records (seq %s) lost: dropped at the gateway (%s)", seqCount(e.Env.Payload), seqRange(e.Env.Payload), d.why)
+					break
+				}
+			}
+		}
+	}
 }
 
 // bowlCard is one bowl on the list page.
@@ -123,7 +227,11 @@ type bowlCard struct {
 	Chart         template.HTML
 	Meals         int
 	LastMeal      *bowlEvent
-	Faults, Gaps  int
+	Faults        int
+	// Lost and Late count the bowl's gaps by verdict (classifyGaps).
+	Lost, Late int
+	// Age is how old the newest telemetry is on the bowls' clock.
+	Age age
 }
 
 func (c *Console) bowlsPage(w http.ResponseWriter, r *http.Request, sess session) {
@@ -137,13 +245,12 @@ func (c *Console) bowlsPage(w http.ResponseWriter, r *http.Request, sess session
 	for _, th := range names {
 		card := bowlCard{Thing: th, Tenant: things[th]}
 		card.Agent, card.HasAgent = c.agents.view(th)
-		sv, _ := c.telemetry.view(th, time.Time{})
-		end := sv.Last
-		if end.IsZero() {
-			end = time.Now()
-		}
-		sv, _ = c.telemetry.view(th, end.Add(-2*time.Hour))
+		// The window ends at the bowls' clock now: nothing that arrives
+		// (an event stamped on another clock, a late record) moves it.
+		end := c.now()
+		sv, _ := c.telemetry.view(th, end.Add(-2*time.Hour))
 		card.Series = sv
+		card.Age = ageOf(sv.Last, end)
 		evs := c.bowlEvents(card.Tenant, th)
 		var marks []chartMark
 		for i := range evs {
@@ -151,14 +258,20 @@ func (c *Console) bowlsPage(w http.ResponseWriter, r *http.Request, sess session
 			case catalog.TypeMealFinished:
 				card.Meals++
 				card.LastMeal = &evs[i]
-				marks = append(marks, chartMark{Kind: "meal", From: evs[i].Started, To: evs[i].At, Label: "meal " + evs[i].Pet})
+				if evs[i].OnBowlClock {
+					marks = append(marks, chartMark{Kind: "meal", From: evs[i].Started, To: evs[i].At, Label: "meal " + evs[i].Pet})
+				}
 			case catalog.TypeDeviceFault:
 				card.Faults++
 			case catalog.TypeDataGap, catalog.TypeTelemetryDropped:
-				card.Gaps++
+				if evs[i].Verdict == gapLost {
+					card.Lost++
+				} else {
+					card.Late++
+				}
 			}
 		}
-		card.Chart = weightChart(sv, end.Add(-2*time.Hour), end, marks, 0, 0, true)
+		card.Chart = weightChart(sv, end.Add(-2*time.Hour), end, marks, 0, 0, true, c.bowlClockName())
 		cards = append(cards, card)
 	}
 	c.render(w, r, http.StatusOK, "bowls", page{Title: "Bowls", Nav: "bowls", CSRF: sess.csrf, LiveURL: Prefix + "bowls", Data: cards})
@@ -186,12 +299,14 @@ type bowlDetail struct {
 	From, To      time.Time
 	Level         float64
 	LevelPct      int
-	LastLevel     *bowlEvent
-	Pets          []string
-	Meals         []bowlEvent // newest first, at most 20
-	Others        []bowlEvent // refills, faults, gaps, low, empty; newest first
-	Intake        []intakeDay
-	IntakeErr     string
+	// Age is how old the newest telemetry is on the bowls' clock.
+	Age       age
+	LastLevel *bowlEvent
+	Pets      []string
+	Meals     []bowlEvent // newest first, at most 20
+	Others    []bowlEvent // refills, faults, gaps, low, empty; newest first
+	Intake    []intakeDay
+	IntakeErr string
 }
 
 func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session) {
@@ -210,18 +325,11 @@ func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session)
 		}
 	}
 	d.Agent, d.HasAgent = c.agents.view(thing)
-	sv, _ := c.telemetry.view(thing, time.Time{})
 	evs := c.bowlEvents(tenant, thing)
-	end := sv.Last
-	for _, e := range evs {
-		if e.At.After(end) {
-			end = e.At
-		}
-	}
-	if end.IsZero() {
-		end = time.Now()
-	}
+	// The window ends at the bowls' clock now (see bowlsPage).
+	end := c.now()
 	d.Series, _ = c.telemetry.view(thing, end.Add(-max(win, 24*time.Hour)))
+	d.Age = ageOf(d.Series.Last, end)
 	if n := len(d.Series.Buckets); n > 0 {
 		d.Level = d.Series.Buckets[n-1].avg()
 	} else {
@@ -236,6 +344,9 @@ func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session)
 		e := &evs[i]
 		if e.HasLvl && e.Type != catalog.TypeMealFinished {
 			d.LastLevel = e
+		}
+		if !e.OnBowlClock {
+			continue // listed below with its clock; never on the bowls' axis
 		}
 		switch e.Type {
 		case catalog.TypeMealFinished:
@@ -255,16 +366,23 @@ func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session)
 			if kind == "" {
 				kind = "other"
 			}
-			items = append(items, timelineItem{Kind: kind, At: e.At, Label: fmt.Sprintf("%s at %s: %s", e.Type, e.At.UTC().Format("15:04"), e.Detail)})
-			if kind == "refill" || kind == "fault" {
+			dot := kind
+			if kind == "gap" {
+				dot = "gap-" + e.Verdict // lost red, late amber
+			}
+			items = append(items, timelineItem{Kind: dot, At: e.At, Label: fmt.Sprintf("%s at %s: %s", e.Type, e.At.UTC().Format("15:04"), e.Detail)})
+			switch kind {
+			case "refill", "fault":
 				marks = append(marks, chartMark{Kind: kind, From: e.At, To: e.At, Label: e.Type + " " + e.Detail})
+			case "gap":
+				marks = append(marks, chartMark{Kind: "gap-" + e.Verdict, From: e.At, To: e.At, Label: e.Type + " (" + e.Verdict + ") " + e.Detail})
 			}
 		}
 	}
 	d.From, d.To = end.Add(-win), end
-	d.Chart = weightChart(d.Series, d.From, d.To, marks, 1000, 300, false)
+	d.Chart = weightChart(d.Series, d.From, d.To, marks, 1000, 310, false, c.bowlClockName())
 	d.TimelineSpan = timelineSpan(d.Series, evs, end)
-	d.Timeline = timeline(d.Pets, items, end.Add(-d.TimelineSpan), end)
+	d.Timeline = timeline(d.Pets, items, end.Add(-d.TimelineSpan), end, c.bowlClockName())
 
 	ctx := r.Context()
 	if len(mealPairs) > 20 {
@@ -330,7 +448,7 @@ func timelineSpan(sv seriesView, evs []bowlEvent, end time.Time) time.Duration {
 		first = time.Unix(sv.Buckets[0].t, 0)
 	}
 	for _, e := range evs {
-		if !e.At.IsZero() && e.At.Before(first) {
+		if e.OnBowlClock && e.At.Before(first) {
 			first = e.At
 		}
 	}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,14 +22,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/console"
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/attr"
+	"github.com/bowline-iot/bowline/engine/redrive"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
@@ -179,6 +187,13 @@ func (p *person) screenshot(t *testing.T, dir, name string, full bool) {
 	}
 }
 
+// noRedrive is a console's redriver that is never used.
+type noRedrive struct{}
+
+func (noRedrive) Run(context.Context, redrive.Options) (redrive.Result, error) {
+	return redrive.Result{}, errors.New("no redrive in this test")
+}
+
 // truthLog keeps the simulator's ground truth.
 type truthLog struct {
 	mu sync.Mutex
@@ -317,6 +332,185 @@ func TestConsoleInABrowser(t *testing.T) {
 		if err != nil || line < 10 {
 			t.Errorf("weight line has %d points (%v); want the readings drawn", line, err)
 		}
+	})
+
+	t.Run("a gap arriving does not move the chart", func(t *testing.T) {
+		bowl := sys.Bowls()[1]
+		chart := `document.querySelector('svg.weight-chart')`
+		op.open(t, sys.ConsoleURL()+"bowls/"+bowl.Thing)
+		op.waitJS(t, bowl.Thing+"'s 2 h chart with points", waitLong, `+`+chart+`?.dataset.points > 10`)
+		a, err := app.Open(app.Config{AWS: lstest.AWSConfig(t), Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		// The consumer writes a gap's row at the wall clock (a day ahead
+		// of the bowls here) and puts its time on the bowls' clock in
+		// missing_since; a hand-made `bowline emit` of a bowl event
+		// carries the wall clock only.
+		ectx := engine.WithTenant(ctx, bowl.Tenant)
+		gap := map[string]any{"thing": bowl.Thing, "lane": "telemetry", "outbox": "o-test", "from_seq": 1000000, "to_seq": 1000009,
+			"missing_since": sys.SimNow().Add(-5 * time.Minute).UTC().Format(time.RFC3339Nano)}
+		if _, err := a.Engine.EmitEvent(ectx, engine.Event{Type: catalog.TypeDataGap, Payload: gap, IdempotencyKey: "gap-" + randHex(6)}); err != nil {
+			t.Fatalf("emit %s: %v", catalog.TypeDataGap, err)
+		}
+		refill := map[string]any{"thing": bowl.Thing, "grams_added": 50, "level_g": 300}
+		if _, err := a.Engine.EmitEvent(engine.WithActor(ectx, "cli"), engine.Event{Type: catalog.TypeRefilled, Payload: refill}); err != nil {
+			t.Logf("emit a refill without device_at (as bowline emit may): %v", err)
+		}
+		op.waitJS(t, "the gap listed on the bowl's page", waitLong, `[...document.querySelectorAll('tbody tr')].some(r => r.innerText.includes("bowl.data_gap"))`)
+		op.waitJS(t, "the chart still showing the bowl's readings after the gap", waitShort, `+`+chart+`?.dataset.points > 10`)
+		to, err := js[string](op, chart+`.dataset.to`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := time.Parse(time.RFC3339, to)
+		if sim := sys.SimNow(); err != nil || end.Sub(sim).Abs() > 30*time.Minute {
+			t.Errorf("chart ends at %q (%v); want the bowls' clock, about %s, not the wall clock %s", to, err, sim.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+		}
+		for _, want := range []string{"bowl time (simulated), UTC", "weight (g)"} {
+			if txt, _ := js[string](op, chart+`.textContent`); !strings.Contains(txt, want) {
+				t.Errorf("chart's axes do not say %q", want)
+			}
+		}
+		if txt := op.text(); !strings.Contains(txt, "late") || !strings.Contains(txt, "wall clock") {
+			t.Errorf("bowl page does not say the gap is late and name the clocks:\n%s", txt)
+		}
+	})
+
+	t.Run("an unreachable queue turns its dependants red", func(t *testing.T) {
+		a, err := app.Open(app.Config{AWS: lstest.AWSConfig(t), Names: names})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		// A console whose SQS client points at a port nobody listens on;
+		// everything else is the running system's.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		q := sqs.NewFromConfig(lstest.AWSConfig(t), func(o *sqs.Options) { o.BaseEndpoint, o.RetryMaxAttempts = aws.String("http://"+addr), 1 })
+		reg := prometheus.NewRegistry()
+		worker.NewMetrics(reg)
+		relay.NewMetrics(reg).For("events").Forwarded(0)
+		token := "ops-" + randHex(8)
+		con, err := console.New(console.Config{
+			OpsToken: token, Names: names, DB: a.DynamoDB, Chains: a.Verifier(), DeadLetters: a.DeadLetters, Inbox: a.Inbox,
+			Redriver: noRedrive{}, Subscriptions: a.Catalog.Subscriptions, Queue: q,
+			QueueURLs: console.QueueURLs{Events: "http://" + addr + "/000000000000/events.fifo", DLQ: "http://" + addr + "/000000000000/events-dlq.fifo"},
+			Rollups:   a.DynamoDB, NoTelemetry: true, Gatherer: reg, Refresh: 500 * time.Millisecond, Logger: testkit.Logger(t, slog.LevelError),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = con.Run(rctx) }()
+		defer func() { stop(); <-done }()
+		hs := httptest.NewServer(con)
+		defer hs.Close()
+		p := b.newPerson(t)
+		p.open(t, hs.URL+"/console/login?token="+token)
+		stageOf := func(k string) string { return fmt.Sprintf(`document.querySelector('li[data-stage=%q]')`, k) }
+		p.waitJS(t, "the queue stage red", waitShort, stageOf("queue")+`?.dataset.state === "down"`)
+		for _, k := range []string{"relay", "worker", "providers"} {
+			p.waitJS(t, "the "+k+" stage red as it needs the queue", waitShort, stageOf(k)+`?.dataset.state === "down"`)
+			if figs, _ := js[[]string](p, `[...`+stageOf(k)+`.querySelectorAll('dd')].map(d => d.textContent)`); len(figs) == 0 || slices.ContainsFunc(figs, func(f string) bool { return f != "?" }) {
+				t.Errorf("%s stage's figures %q; want each ? while its queue cannot be read", k, figs)
+			}
+		}
+		if figs, _ := js[[]string](p, `[...`+stageOf("queue")+`.querySelectorAll('dd')].map(d => d.textContent)`); slices.Contains(figs, "0") {
+			t.Errorf("queue stage shows %q; want ? rather than stale zeros", figs)
+		}
+		note, _ := js[string](p, stageOf("queue")+`.querySelector('.note').innerText`)
+		if !strings.Contains(note, addr) || !strings.Contains(note, "unreachable") || !strings.Contains(note, "since") {
+			t.Errorf("queue stage says %q; want which service, at %s, unreachable, since when", note, addr)
+		}
+		if strings.Contains(note, "operation error") {
+			t.Errorf("queue stage shows the SDK's text %q in its note; want words, the raw text behind a click", note)
+		}
+		p.click(t, `li[data-stage="queue"] details.raw summary`)
+		if raw, _ := js[string](p, stageOf("queue")+`.querySelector('details.raw code').innerText`); !strings.Contains(raw, addr) {
+			t.Errorf("raw error behind the click: %q; want the SDK's text", raw)
+		}
+		p.waitJS(t, "the banner saying the pipeline is down", waitShort, `document.querySelector('#health [data-health]')?.dataset.health === "down"`)
+		if txt, _ := js[string](p, `document.querySelector('#health').innerText`); !strings.Contains(txt, "Queue / DLQ") || !strings.Contains(txt, "Worker") {
+			t.Errorf("banner says %q; want the queue and the worker named", txt)
+		}
+		// At 1024 px the cards wrap instead of running off the page.
+		p.do(t, "narrow the window", chromedp.EmulateViewport(1024, 768))
+		p.open(t, hs.URL+"/console/")
+		p.waitJS(t, "the pipeline at 1024 px", waitShort, `!!`+stageOf("providers"))
+		if over, _ := js[string](p, `(() => { const w = document.documentElement.clientWidth; const o = [...document.querySelectorAll('li.stage')].filter(s => s.getBoundingClientRect().right > w + 1).map(s => s.dataset.stage); return document.documentElement.scrollWidth > w + 1 ? "page " + document.documentElement.scrollWidth + " > " + w + " " + o : o.join(",") })()`); over != "" {
+			t.Errorf("at 1024 px the pipeline overflows: %s", over)
+		}
+	})
+
+	t.Run("a dead letter links to its event", func(t *testing.T) {
+		notify := sys.Fakes().Set.Notify
+		notify.FailAlways(http.StatusBadGateway)
+		defer notify.FailNext(0, 0) // the notifier is back, whatever happens here
+		c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("shop"), Secret: cfg.Settings.WebhookSecret}
+		order, err := c.Order(ctx, "cust-dl", "pet-1", 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := c.Pay(ctx, order, "pay_"+randHex(6), 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		letter := fmt.Sprintf(`table.letters tr[data-event=%q][data-sub=%q]`, ev, catalog.SubNotifyBuyer)
+		// A person who is not logged in follows a link to the dead
+		// letters: the login brings them back to it.
+		viewer := b.newPerson(t)
+		viewer.open(t, sys.ConsoleURL()+"dead-letters?tenant=shop")
+		viewer.waitJS(t, "the login form", waitShort, `!!document.querySelector('input#token')`)
+		viewer.do(t, "log in with the form", chromedp.SendKeys("#token", cfg.Settings.OpsToken), chromedp.Submit("#token"))
+		viewer.waitJS(t, "back on the dead letters of tenant shop after the login", waitShort, `location.pathname === "/console/dead-letters" && location.search === "?tenant=shop"`)
+		viewer.waitJS(t, "the notify_buyer dead letter of the payment", waitLong, fmt.Sprintf(`!!document.querySelector('%s a.event-link')`, letter))
+		notify.FailNext(0, 0)
+		viewer.waitJS(t, "the Dead letters tab counting open letters", waitShort, `+document.querySelector('#nav-letters')?.innerText >= 1`)
+		if txt, _ := js[string](viewer, fmt.Sprintf(`document.querySelector('%s a.order-link').innerText`, letter)); !strings.Contains(txt, order) {
+			t.Errorf("dead letter's order link says %q; want order %s", txt, order)
+		}
+		viewer.click(t, letter+` a.event-link`)
+		viewer.waitJS(t, "the letter's event page", waitShort, `location.pathname.includes("/events/") && !!document.querySelector('dl.kv')`)
+		if txt := viewer.text(); !strings.Contains(txt, ev) || !strings.Contains(txt, catalog.TypePaymentCompleted) {
+			t.Errorf("the dead letter's event link shows:\n%s\nwant event %s, %s", txt, ev, catalog.TypePaymentCompleted)
+		}
+		viewer.open(t, sys.ConsoleURL()+"dead-letters?tenant=shop")
+		viewer.waitJS(t, "the letter's order link", waitShort, fmt.Sprintf(`!!document.querySelector('%s a.order-link')`, letter))
+		viewer.click(t, letter+` a.order-link`)
+		viewer.waitJS(t, "the letter's order on the commerce page", waitShort, fmt.Sprintf(`!!document.querySelector('table.orders tr[data-order=%q]')`, order))
+		if n, _ := js[int](viewer, `document.querySelectorAll('table.orders tbody tr[data-order]').length`); n != 1 {
+			t.Errorf("the order link shows %d orders; want that one", n)
+		}
+	})
+
+	t.Run("search finds an order", func(t *testing.T) {
+		c := &dev.Client{URL: sys.APIURL(), Token: tokenOf("shop"), Secret: cfg.Settings.WebhookSecret}
+		order, err := c.Order(ctx, "cust-search", "pet-3", 4999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Pay(ctx, order, "pay_"+randHex(6), 4999); err != nil {
+			t.Fatal(err)
+		}
+		op.open(t, sys.ConsoleURL()+"commerce")
+		op.waitJS(t, "the order on the commerce page", waitLong, fmt.Sprintf(`!!document.querySelector('table.orders tr[data-order=%q]')`, order))
+		op.do(t, "search for the order", chromedp.SendKeys("#search", order), chromedp.Submit("#search"))
+		hit := fmt.Sprintf(`[...document.querySelectorAll('table.hits tr[data-kind="order"] a')].find(a => a.innerText === %q)`, order)
+		op.waitJS(t, "the order among the results", waitShort, `!!`+hit)
+		if txt, _ := js[string](op, hit+`.closest('tr').innerText`); !strings.Contains(txt, "49.99 USD") {
+			t.Errorf("the order's result says %q; want its amount in its currency, 49.99 USD", txt)
+		}
+		op.click(t, `table.hits tr[data-kind="order"] a`)
+		row := fmt.Sprintf(`document.querySelector('table.orders tr[data-order=%q]')`, order)
+		op.waitJS(t, "the order's page", waitShort, `!!`+row)
+		op.waitJS(t, "the order paid", waitLong, row+`.cells[5].innerText !== "waiting"`)
 	})
 
 	t.Run("a dead letter redriven from the page disappears and its provider call happens once", func(t *testing.T) {

@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
@@ -31,6 +30,7 @@ type orderRow struct {
 }
 
 type commercePage struct {
+	Order      string // the one order asked for ("": all)
 	Orders     []orderRow
 	Subs       []string
 	Total      int
@@ -43,6 +43,9 @@ func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess sess
 	isCom := func(e *engine.Envelope) bool {
 		return e.Type == catalog.TypeOrderCreated || e.Type == catalog.TypePaymentCompleted
 	}
+	// ?order= narrows the page to one order (search and dead letters
+	// link here).
+	only := r.URL.Query().Get("order")
 	var rows []orderRow
 	paid := map[string]engine.Envelope{}
 	for _, t := range c.log.tenantNames() {
@@ -55,14 +58,15 @@ func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess sess
 			row := orderRow{Tenant: t, ID: id, Created: e}
 			row.Customer, _ = e.Payload["customer_id"].(string)
 			row.Pet, _ = e.Payload["pet_id"].(string)
-			if a, ok := e.Payload["amount_cents"].(float64); ok {
-				row.Amount = strconv.FormatFloat(a/100, 'f', 2, 64)
+			row.Amount = money(e.Payload)
+			if only != "" && id != only {
+				continue
 			}
 			rows = append(rows, row)
 		}
 	}
 	slices.SortFunc(rows, func(a, b orderRow) int { return b.Created.OccurredAt.Compare(a.Created.OccurredAt) })
-	p := commercePage{Total: len(rows), Subs: c.durableSubs(catalog.TypePaymentCompleted), CallsKnown: c.cfg.Calls != nil}
+	p := commercePage{Order: only, Total: len(rows), Subs: c.durableSubs(catalog.TypePaymentCompleted), CallsKnown: c.cfg.Calls != nil}
 	if len(rows) > maxOrders {
 		rows = rows[:maxOrders]
 	}
@@ -120,7 +124,11 @@ func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess sess
 		}
 	}
 	p.Orders = rows
-	c.render(w, r, http.StatusOK, "commerce", page{Title: "Commerce", Nav: "commerce", CSRF: sess.csrf, LiveURL: Prefix + "commerce", Data: p})
+	live := Prefix + "commerce"
+	if only != "" {
+		live = orderLink(only)
+	}
+	c.render(w, r, http.StatusOK, "commerce", page{Title: "Commerce", Nav: "commerce", CSRF: sess.csrf, LiveURL: live, Data: p})
 }
 
 func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, sess session) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -41,10 +42,14 @@ type Console struct {
 	assets    http.Handler
 	mux       *http.ServeMux
 	logger    *slog.Logger
+	outages   outages
 
 	mu       sync.RWMutex
 	devices  map[string]string // thing -> tenant, from the registry
 	redrives []*redriveRun     // newest last
+	// openLetters is the open dead letters at the last count (-1: the
+	// count failed), for the nav tab.
+	openLetters int
 }
 
 // New validates cfg and builds the console. It makes no AWS call; Run
@@ -91,6 +96,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"dead-letters", c.authed(c.deadLettersPage))
 	m.HandleFunc("POST "+Prefix+"dead-letters/redrive", c.authed(c.redrivePost))
 	m.HandleFunc("GET "+Prefix+"commerce", c.authed(c.commercePage))
+	m.HandleFunc("GET "+Prefix+"search", c.authed(c.searchPage))
 	m.HandleFunc(Prefix, c.authed(func(w http.ResponseWriter, r *http.Request, sess session) {
 		c.notFound(w, r, sess, "no page "+r.URL.Path)
 	}))
@@ -114,7 +120,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // chains, the telemetry stream, the agents, metrics and queues.
 func (c *Console) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	reader := &rollupReader{db: c.cfg.Rollups, table: c.cfg.Names.TelemetryTable(), things: c.things, now: c.now, store: c.telemetry, log: c.logger}
+	reader := &rollupReader{db: c.cfg.Rollups, table: c.cfg.Names.TelemetryTable(), things: c.things, now: c.now, store: c.telemetry, log: c.logger, outages: &c.outages}
 	if !c.cfg.NoTelemetry {
 		wg.Go(func() { reader.run(ctx) })
 	}
@@ -124,9 +130,10 @@ func (c *Console) Run(ctx context.Context) error {
 				c.refreshTenants(ctx)
 				c.refreshDevices(ctx)
 			}
-			if err := c.log.tail(ctx); err != nil && ctx.Err() == nil {
-				c.logger.Warn("console: read event logs", "err", err)
+			if i%5 == 0 {
+				c.countLetters(ctx)
 			}
+			c.tailLog(ctx)
 		})
 	})
 	wg.Go(func() { every(ctx, c.cfg.VerifyEvery, func(i int) { c.verifyAll(ctx, i) }) })
@@ -159,10 +166,42 @@ func every(ctx context.Context, d time.Duration, f func(i int)) {
 func (c *Console) Refresh(ctx context.Context) {
 	c.refreshTenants(ctx)
 	c.refreshDevices(ctx)
-	_ = c.log.tail(ctx)
+	c.tailLog(ctx)
+	c.countLetters(ctx)
 	c.verifyAll(ctx, 0)
 	c.agents.poll(ctx)
 	c.sampler.push(c.takeSample(ctx))
+}
+
+// tailLog reads the event logs' new rows, noting whether DynamoDB
+// answered.
+func (c *Console) tailLog(ctx context.Context) {
+	err := c.log.tail(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	c.outages.note(sourceEvents, "DynamoDB table "+c.cfg.Names.EventsTable(), "", err, time.Now())
+	if err != nil {
+		c.logger.Warn("console: read event logs", "err", err)
+	}
+}
+
+// countLetters counts the open dead letters for the nav tab (-1: not
+// known).
+func (c *Console) countLetters(ctx context.Context) {
+	all, err := c.cfg.DeadLetters.All(ctx)
+	n := 0
+	for _, l := range all {
+		if !l.Poison && l.Open() {
+			n++
+		}
+	}
+	if err != nil {
+		n = -1
+	}
+	c.mu.Lock()
+	c.openLetters = n
+	c.mu.Unlock()
 }
 
 func (c *Console) refreshTenants(ctx context.Context) {
@@ -222,8 +261,19 @@ type page struct {
 	LiveURL string
 	Refresh int // milliseconds between live updates
 	Stack   string
-	SimNow  string
-	Data    any
+	// SimNow is set under a simulated clock (bowline dev); BowlClock
+	// names the bowls' clock and BowlNow, WallNow are both clocks now
+	// (clock.go).
+	SimNow    string
+	BowlClock string
+	BowlNow   string
+	WallNow   string
+	Data      any
+	// Health is the banner over every page; Letters and Broken the
+	// counts on the nav tabs (open dead letters, broken chains; -1:
+	// unknown).
+	Health          health
+	Letters, Broken int
 }
 
 var funcs = template.FuncMap{
@@ -258,12 +308,20 @@ var funcs = template.FuncMap{
 		case d < time.Hour:
 			return fmt.Sprintf("%d min ago", int(d.Minutes()))
 		}
-		return t.UTC().Format("Jan 2 15:04")
+		return t.UTC().Format("Jan 2 15:04") + " UTC"
 	},
 	"int":  func(n any) string { return fmtIntAny(n) },
 	"json": prettyJSON,
 	"g":    func(v float64) string { return fmt.Sprintf("%.1f g", v) },
 	"add":  func(a, b int) int { return a + b },
+	// problem says a raw error from service in words (health.go).
+	"problem": func(service, raw string) *problem {
+		if raw == "" {
+			return nil
+		}
+		p := explain(service, "", errors.New(raw))
+		return &p
+	},
 	"hours": func(d time.Duration) string {
 		return fmt.Sprintf("%g hours", d.Hours())
 	},
@@ -335,6 +393,18 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	if c.cfg.SimClock != nil {
 		p.SimNow = c.cfg.SimClock().UTC().Format("Jan 2 15:04")
 	}
+	if p.CSRF != "" { // logged in: the banner and the tabs' counts
+		p.Health = healthOf(c.stages())
+		c.mu.RLock()
+		p.Letters = c.openLetters
+		c.mu.RUnlock()
+		for _, v := range c.log.views() {
+			if v.Checked() && !v.Chain.Intact {
+				p.Broken++
+			}
+		}
+	}
+	p.BowlClock, p.BowlNow, p.WallNow = c.bowlClockName(), c.now().UTC().Format("Jan 2 15:04"), time.Now().UTC().Format("15:04")
 	if p.Refresh == 0 {
 		p.Refresh = int(c.cfg.Refresh / time.Millisecond)
 	}
@@ -343,7 +413,13 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 		which = "live"
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, which, p); err != nil {
+	err := t.ExecuteTemplate(&buf, which, p)
+	if which == "live" && err == nil {
+		// The banner and the tabs' counts ride along; console.js moves
+		// them out of the live region into their places.
+		err = t.ExecuteTemplate(&buf, "sync", p)
+	}
+	if err != nil {
 		c.logger.Error("console: render", "page", name, "err", err)
 		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
 		return

@@ -179,6 +179,30 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	}
 }
 
+func TestLoginReturnsToThePageAskedFor(t *testing.T) {
+	c, _ := newTestConsole(t)
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/dead-letters?tenant=shop", nil))
+	want := "/console/login?next=" + url.QueryEscape("/console/dead-letters?tenant=shop")
+	if got := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || got != want {
+		t.Errorf("GET dead-letters without a session: %d to %q; want 303 to %q", rec.Code, got, want)
+	}
+	for next, to := range map[string]string{
+		"/console/dead-letters?tenant=shop": "/console/dead-letters?tenant=shop",
+		"/console/bowls/gw-1:bowl-1?live=1": "/console/bowls/gw-1:bowl-1",
+		"//evil.example/console/":           Prefix,
+		"https://evil.example/console/":     Prefix,
+		"/elsewhere":                        Prefix,
+		"/console/logout":                   Prefix,
+	} {
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/login?token="+testToken+"&next="+url.QueryEscape(next), nil))
+		if got := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || got != to {
+			t.Errorf("login with next=%q: %d to %q; want 303 to %q", next, rec.Code, got, to)
+		}
+	}
+}
+
 func TestActionsNeedTheCSRFToken(t *testing.T) {
 	c, red := newTestConsole(t)
 	ck, csrf, _ := login(t, c, testToken)
@@ -221,7 +245,7 @@ func TestEveryPageRendersEmpty(t *testing.T) {
 	c, _ := newTestConsole(t)
 	c.Refresh(t.Context())
 	ck, _, _ := login(t, c, testToken)
-	for _, p := range []string{"", "bowls", "tenants", "dead-letters", "commerce", "dead-letters?live=1"} {
+	for _, p := range []string{"", "bowls", "tenants", "dead-letters", "commerce", "dead-letters?live=1", "search", "search?q=nothing", "commerce?order=o-1", "?live=1"} {
 		req := httptest.NewRequest(http.MethodGet, Prefix+p, nil)
 		req.AddCookie(ck)
 		rec := httptest.NewRecorder()
@@ -250,16 +274,54 @@ func TestWeightChartDrawsTheBuckets(t *testing.T) {
 	if len(s.buckets) != 60 || s.samples != 3600 {
 		t.Fatalf("an hour of rollup minutes of 60 samples: %d buckets, %d samples; want 60, 3600", len(s.buckets), s.samples)
 	}
-	svg := string(weightChart(v, start, start.Add(2*time.Hour), []chartMark{{Kind: "meal", From: start.Add(10 * time.Minute), To: start.Add(15 * time.Minute)}}, 1000, 300, false))
+	svg := string(weightChart(v, start, start.Add(2*time.Hour), []chartMark{{Kind: "meal", From: start.Add(10 * time.Minute), To: start.Add(15 * time.Minute)}}, 1000, 300, false, clockBowl))
 	m := regexp.MustCompile(`data-points="(\d+)"`).FindStringSubmatch(svg)
 	// Two hours in 1 min columns (whole rollup minutes, at most one per
 	// 3 px): 120 columns, the first hour's 60 have data.
 	if m == nil || m[1] != "60" || !strings.Contains(svg, `class="weight-line"`) || !strings.Contains(svg, "meal-mark") {
 		t.Errorf("chart of one hour in a two-hour window: data-points %v; want 60 with a line and a meal mark", m)
 	}
-	empty := string(weightChart(seriesView{Thing: "x"}, start, start.Add(time.Hour), nil, 1000, 300, false))
+	empty := string(weightChart(seriesView{Thing: "x"}, start, start.Add(time.Hour), nil, 1000, 300, false, clockBowl))
 	if !strings.Contains(empty, `data-points="0"`) || !strings.Contains(empty, "no readings") {
 		t.Errorf("empty chart lacks data-points=0 and its note: %s", empty)
+	}
+	// The newest reading is an hour before the window's end: the chart
+	// marks the rest as lagging, and its axes name the clock and the unit.
+	for _, want := range []string{`class="lag-mark"`, `data-lag-from="2026-01-05T07:59:59Z"`, "telemetry lags 60 min", "bowl time, UTC", "weight (g)"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("chart whose telemetry ends an hour early lacks %q:\n%s", want, svg)
+		}
+	}
+	fresh := string(weightChart(v, start, start.Add(time.Hour), nil, 1000, 300, false, clockBowl))
+	if strings.Contains(fresh, "lag-mark") {
+		t.Errorf("chart with readings up to its end marks a lag:\n%s", fresh)
+	}
+}
+
+func TestGapsSayLostOrLate(t *testing.T) {
+	at := "2026-01-05T07:10:00Z"
+	env := func(typ string, p map[string]any) engine.Envelope {
+		return engine.Envelope{Type: typ, Payload: p, OccurredAt: time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)}
+	}
+	evs := []bowlEvent{
+		{Env: env(catalog.TypeDataGap, map[string]any{"from_seq": 10.0, "to_seq": 19.0, "missing_since": at}), Type: catalog.TypeDataGap},
+		{Env: env(catalog.TypeDataGap, map[string]any{"from_seq": 40.0, "to_seq": 49.0, "missing_since": at}), Type: catalog.TypeDataGap},
+		{Env: env(catalog.TypeTelemetryDropped, map[string]any{"from_seq": 45.0, "to_seq": 60.0, "count": 16.0, "reason": "disk_cap"}), Type: catalog.TypeTelemetryDropped},
+	}
+	classifyGaps(evs)
+	if evs[0].Verdict != gapLate || !strings.Contains(evs[0].Detail, "may still arrive") {
+		t.Errorf("a gap no part dropped: %s %q; want late", evs[0].Verdict, evs[0].Detail)
+	}
+	if evs[1].Verdict != gapLost || !strings.Contains(evs[1].Detail, "disk cap") {
+		t.Errorf("a gap the gateway dropped (disk cap): %s %q; want lost, saying where", evs[1].Verdict, evs[1].Detail)
+	}
+	// A gap is on the bowls' clock (missing_since), not its row's
+	// occurred_at; an event without a bowl time is not.
+	if got := bowlTime(evs[0].Env); !got.Equal(time.Date(2026, 1, 5, 7, 10, 0, 0, time.UTC)) {
+		t.Errorf("bowlTime(data_gap) = %v; want its missing_since", got)
+	}
+	if got := bowlTime(env(catalog.TypeRefilled, map[string]any{})); !got.IsZero() {
+		t.Errorf("bowlTime of an event without device_at = %v; want zero (wall clock only)", got)
 	}
 }
 
@@ -270,7 +332,7 @@ func TestTimelineDrawsOneDotPerMeal(t *testing.T) {
 		{Kind: "meal", Row: 1, Pet: "p2", At: from.Add(2 * time.Hour), Grams: 30},
 		{Kind: "refill", At: from.Add(3 * time.Hour)},
 		{Kind: "meal", Row: 0, Pet: "p1", At: from.Add(-time.Hour), Grams: 20}, // before the window
-	}, from, from.Add(6*time.Hour)))
+	}, from, from.Add(6*time.Hour), clockBowl))
 	if got := strings.Count(svg, `data-kind="meal"`); got != 2 {
 		t.Errorf("timeline has %d meal dots; want 2 (one is outside the window)", got)
 	}

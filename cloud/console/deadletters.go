@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/redrive"
@@ -49,7 +50,13 @@ type letterRow struct {
 	deadletter.Letter
 	Reason     string
 	Redrivable bool
+	// EventLink is the letter's event's page, OrderID its order's id
+	// (both "" when this console's event log does not hold the event).
+	EventLink, OrderID string
 }
+
+// orderLink is the row's order's page.
+func (r letterRow) OrderLink() string { return orderLink(r.OrderID) }
 
 // redriveRun is one redrive an operator confirmed, kept to show its result.
 type redriveRun struct {
@@ -123,8 +130,36 @@ func (c *Console) letters(r *http.Request) (deadLettersPage, error) {
 		return out
 	}
 	p.Tenants, p.Subs, p.Reasons = keys(tenants), keys(subs), keys(reasons)
+	c.linkLetters(p.Rows)
+	c.mu.Lock()
+	c.openLetters = p.Open // the tab's count, as fresh as this page
+	c.mu.Unlock()
 	slices.SortFunc(p.Rows, func(a, b letterRow) int { return b.At.Compare(a.At) })
 	return p, nil
+}
+
+// linkLetters finds each row's event in the event log cache: its page,
+// and the order it belongs to.
+func (c *Console) linkLetters(rows []letterRow) {
+	want := map[string]map[string]bool{} // tenant -> event ids
+	for _, r := range rows {
+		if want[r.Tenant] == nil {
+			want[r.Tenant] = map[string]bool{}
+		}
+		want[r.Tenant][r.EventID] = true
+	}
+	found := map[string]engine.Envelope{}
+	for t, ids := range want {
+		for _, e := range c.log.events(t, func(e *engine.Envelope) bool { return ids[e.ID] }) {
+			found[e.ID] = e
+		}
+	}
+	for i := range rows {
+		if e, ok := found[rows[i].EventID]; ok {
+			rows[i].EventLink = eventLink(e)
+			rows[i].OrderID, _ = e.Payload["order_id"].(string)
+		}
+	}
 }
 
 func (c *Console) deadLettersPage(w http.ResponseWriter, r *http.Request, sess session) {
@@ -231,5 +266,6 @@ func (c *Console) redrivePost(w http.ResponseWriter, r *http.Request, sess sessi
 		c.redrives = c.redrives[len(c.redrives)-20:]
 	}
 	c.mu.Unlock()
+	c.countLetters(r.Context())
 	http.Redirect(w, r, fmt.Sprintf("%sdead-letters?redrive=%s", Prefix, run.ID), http.StatusSeeOther)
 }

@@ -8,7 +8,12 @@
 //	/console/tenants, /tenants/{t}    chain head, verify status, paged event log with hash links, unsettled work
 //	/console/tenants/{t}/events/{seq} envelope, payload, inbox state per subscription, provider calls
 //	/console/dead-letters             filter, select, confirm, redrive; the result shows live
-//	/console/commerce                 orders and their fan-out per provider
+//	/console/commerce[?order=]        orders (or one order) and their fan-out per provider
+//	/console/search?q=                one box: an order id, event id, payment id, bowl or tenant
+//
+// Every page carries one health banner (the worst pipeline stage and
+// why) and counts on the nav tabs; every time it shows names its clock,
+// bowl time (the gateways') or the wall clock, in UTC (clock.go).
 //
 // # Access
 //

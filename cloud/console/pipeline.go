@@ -52,10 +52,10 @@ const (
 	lagReader = 15 * time.Minute
 )
 
-// queueDepth is one queue's attributes.
+// queueDepth is one queue's attributes, or the problem reading them.
 type queueDepth struct {
 	Visible, InFlight int
-	Err               string
+	Problem           *problem
 }
 
 // sample is one reading of every source the pipeline page shows.
@@ -96,10 +96,10 @@ func (c *Console) takeSample(ctx context.Context) sample {
 	x := sample{at: time.Now(), m: gather(c.cfg.Gatherer)}
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	x.events = c.depth(qctx, c.cfg.QueueURLs.Events)
-	x.dlq = c.depth(qctx, c.cfg.QueueURLs.DLQ)
+	x.events = c.depth(qctx, "SQS queue events.fifo", c.cfg.QueueURLs.Events)
+	x.dlq = c.depth(qctx, "SQS dead-letter queue", c.cfg.QueueURLs.DLQ)
 	if c.cfg.QueueURLs.RecordChanges != "" {
-		x.rc = c.depth(qctx, c.cfg.QueueURLs.RecordChanges)
+		x.rc = c.depth(qctx, "SQS queue record-changes", c.cfg.QueueURLs.RecordChanges)
 	}
 	if c.cfg.Calls != nil {
 		x.calls, _ = c.cfg.Calls.ProviderCalls(qctx)
@@ -107,11 +107,11 @@ func (c *Console) takeSample(ctx context.Context) sample {
 	return x
 }
 
-func (c *Console) depth(ctx context.Context, url string) queueDepth {
+func (c *Console) depth(ctx context.Context, service, url string) queueDepth {
 	out, err := c.cfg.Queue.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-	if err != nil {
-		return queueDepth{Err: err.Error()}
+	if p := c.outages.note("sqs "+url, service, url, err, time.Now()); p != nil {
+		return queueDepth{Problem: p}
 	}
 	v, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
 	f, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
@@ -135,6 +135,47 @@ type stage struct {
 	Figures []figure
 	Spark   template.HTML
 	Link    string
+	// Problem is what failed, in words, with the raw error.
+	Problem *problem
+	// Deps are the keys of the stages this one needs: when one of them
+	// cannot be reached, this one is down too and its figures unknown.
+	Deps []string
+}
+
+// unknownFigures replaces s's figures with "?": what they would show is
+// not known, and a stale zero would say all is well.
+func (s *stage) unknownFigures() {
+	for i := range s.Figures {
+		s.Figures[i].Value, s.Figures[i].Bad = "?", true
+	}
+}
+
+// cannotReach reports whether s, or a stage it depends on, cannot reach
+// a service it needs.
+func (s *stage) cannotReach() bool { return s.Problem != nil && s.Problem.Unreachable }
+
+// propagate turns every stage whose dependency cannot reach its service
+// down, so a dead queue turns the relay, the worker and the providers
+// red. A stage's own dependencies come before it in data order, except
+// the relay's queue: it is read as it is, and depends on nothing.
+func propagate(ss []stage) {
+	byKey := map[string]*stage{}
+	for i := range ss {
+		byKey[ss[i].Key] = &ss[i]
+	}
+	for i := range ss {
+		s := &ss[i]
+		for _, k := range s.Deps {
+			d := byKey[k]
+			if d == nil || !d.cannotReach() || s.cannotReach() {
+				continue
+			}
+			s.State = stateDown
+			s.Note = "needs " + d.Name + ": " + d.Problem.Words()
+			s.Problem = d.Problem
+			s.unknownFigures()
+		}
+	}
 }
 
 // series returns one number per sample (a rate when rate is true).
@@ -244,6 +285,9 @@ func (c *Console) stages() []stage {
 		switch {
 		case up == 0:
 			gw.State, gw.Note = stateDown, "no agent connected to the broker"
+			if p := agents[0].Problem(); p != nil {
+				gw.Note, gw.Problem = fmt.Sprintf("no agent answers: %s", p.Words()), p
+			}
 		case up < len(agents):
 			gw.State, gw.Note = stateLagging, fmt.Sprintf("%d of %d agents not connected", len(agents)-up, len(agents))
 		case old:
@@ -258,7 +302,7 @@ func (c *Console) stages() []stage {
 	out = append(out, gw)
 
 	// Broker and ingest.
-	in := stage{Key: "ingest", Name: "Broker / ingest"}
+	in := stage{Key: "ingest", Name: "Broker / ingest", Deps: []string{"chain"}}
 	if !m.has("bowline_ingest_messages_received_total") {
 		notHere(&in)
 	} else {
@@ -282,20 +326,26 @@ func (c *Console) stages() []stage {
 	records, readAt, newest := c.telemetry.status()
 	samples := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_consumer_samples_total") }, true)
 	putErr := m.sum("bowline_rules_errors_total")
+	// The rollups are stamped on the bowls' clock: how far the newest is
+	// behind is measured on it (the demo clock is hours behind the wall
+	// clock).
 	behind := time.Duration(0)
 	if !newest.IsZero() {
-		behind = readAt.Sub(newest)
+		behind = max(0, c.now().Sub(newest))
 	}
 	kin.State, kin.Note = stateOK, fmt.Sprintf("console reader: %s rollup minutes", fmtInt(records))
 	switch {
 	case readAt.IsZero():
 		kin.State, kin.Note = stateUnknown, "console reader has not read yet"
+	case c.outages.get(sourceRollups) != nil:
+		p := c.outages.get(sourceRollups)
+		kin.State, kin.Note, kin.Problem = stateDown, "console reader: "+p.Words(), p
 	case time.Since(readAt) > 3*lagReader:
 		kin.State, kin.Note = stateDown, "console reader gets no answer"
 	case behind > lagReader:
-		kin.State, kin.Note = stateLagging, fmt.Sprintf("console reader %s behind", behind.Round(time.Second))
+		kin.State, kin.Note = stateLagging, fmt.Sprintf("newest rollup %s behind (%s)", fmtDuration(behind), c.bowlClockName())
 	}
-	kin.Figures = []figure{{"samples in", fmtRate(recentRate(samples)), false}, {"reader behind", behind.Round(100 * time.Millisecond).String(), behind > lagReader}, {"put errors", fmtInt(int64(putErr)), putErr > 0}}
+	kin.Figures = []figure{{"samples in", fmtRate(recentRate(samples)), false}, {"reader behind", fmtDuration(behind), behind > lagReader}, {"put errors", fmtInt(int64(putErr)), putErr > 0}}
 	kin.Spark = sparkline(samples)
 	out = append(out, kin)
 
@@ -315,7 +365,10 @@ func (c *Console) stages() []stage {
 		}
 	}
 	ch.State, ch.Note = stateOK, fmt.Sprintf("%d/%d chains intact", intact, checked)
+	dbp := c.outages.get(sourceEvents)
 	switch {
+	case dbp != nil:
+		ch.State, ch.Note, ch.Problem = stateDown, dbp.Words(), dbp
 	case broken != "":
 		ch.State, ch.Note = stateDown, broken
 	case checked == 0:
@@ -323,10 +376,13 @@ func (c *Console) stages() []stage {
 	}
 	ch.Figures = []figure{{"events", fmtRate(recentRate(committed)), false}, {"chains intact", fmt.Sprintf("%d/%d", intact, checked), intact < checked}, {"emit failures", fmtInt(int64(emitFail)), emitFail > 0}}
 	ch.Spark = sparkline(committed)
+	if dbp != nil {
+		ch.unknownFigures()
+	}
 	out = append(out, ch)
 
 	// Relay: DynamoDB Streams -> SQS.
-	rl := stage{Key: "relay", Name: "Relay"}
+	rl := stage{Key: "relay", Name: "Relay", Deps: []string{"chain", "queue"}}
 	if !m.has("bowline_relay_forwarded_total") {
 		notHere(&rl)
 		rl.Note = "not in this process (an EventBridge Pipe in AWS)"
@@ -336,7 +392,7 @@ func (c *Console) stages() []stage {
 		// grows while nothing happens, so it only counts while the relay
 		// is forwarding.
 		lag := m.max("bowline_relay_lag_seconds")
-		forwarding := recentRate(fwd) > 0
+		behind := relayBehind(ss)
 		unrelayed := 0.0
 		if m.has("bowline_engine_events_committed_total") {
 			unrelayed = m.sum("bowline_engine_events_committed_total") - m.sum("bowline_relay_forwarded_total", "pipe=events")
@@ -344,7 +400,7 @@ func (c *Console) stages() []stage {
 		sendErr := delta(ss, func(x sample) float64 { return x.m.sum("bowline_relay_send_errors_total") })
 		rl.State, rl.Note = stateOK, "streams -> events.fifo, record-changes"
 		switch {
-		case forwarding && lag > lagRelay.Seconds():
+		case behind:
 			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f s behind the stream", lag)
 		case unrelayed > lagChainGap:
 			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f events committed here not relayed yet", unrelayed)
@@ -352,7 +408,7 @@ func (c *Console) stages() []stage {
 		if sendErr > 0 {
 			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f failed sends lately (retried)", sendErr)
 		}
-		rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), forwarding && lag > lagRelay.Seconds()}, {"send errors", fmtInt(int64(m.sum("bowline_relay_send_errors_total"))), sendErr > 0}}
+		rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), behind}, {"send errors", fmtInt(int64(m.sum("bowline_relay_send_errors_total"))), sendErr > 0}}
 		rl.Spark = sparkline(fwd)
 	}
 	out = append(out, rl)
@@ -362,8 +418,12 @@ func (c *Console) stages() []stage {
 	waiting := rateSeries(ss, func(x sample) float64 { return float64(x.events.Visible) }, false)
 	q.State, q.Note = stateOK, "events.fifo"
 	switch {
-	case cur.events.Err != "":
-		q.State, q.Note = stateDown, "cannot read events.fifo: "+cur.events.Err
+	case len(ss) == 0:
+		q.State, q.Note = stateUnknown, "not read yet"
+	case cur.events.Problem != nil:
+		q.State, q.Note, q.Problem = stateDown, cur.events.Problem.Words(), cur.events.Problem
+	case cur.dlq.Problem != nil:
+		q.State, q.Note, q.Problem = stateDown, cur.dlq.Problem.Words(), cur.dlq.Problem
 	case cur.dlq.Visible+cur.dlq.InFlight > 0:
 		q.State, q.Note = stateLagging, fmt.Sprintf("%d events in the DLQ need an operator", cur.dlq.Visible+cur.dlq.InFlight)
 	case cur.events.Visible > lagQueue:
@@ -372,12 +432,21 @@ func (c *Console) stages() []stage {
 	q.Figures = []figure{{"waiting", fmtInt(int64(cur.events.Visible)), cur.events.Visible > lagQueue},
 		{"in flight", fmtInt(int64(cur.events.InFlight)), false},
 		{"DLQ", fmtInt(int64(cur.dlq.Visible + cur.dlq.InFlight)), cur.dlq.Visible+cur.dlq.InFlight > 0},
-		{"record-changes", fmtInt(int64(cur.rc.Visible)), false}}
+		{"record-changes", fmtInt(int64(cur.rc.Visible)), cur.rc.Problem != nil}}
+	switch {
+	case len(ss) == 0 || cur.events.Problem != nil:
+		q.unknownFigures()
+	case cur.dlq.Problem != nil:
+		q.Figures[2].Value, q.Figures[2].Bad = "?", true
+	}
+	if cur.rc.Problem != nil {
+		q.Figures[3].Value = "?"
+	}
 	q.Spark = sparkline(waiting)
 	out = append(out, q)
 
 	// Worker.
-	wk := stage{Key: "worker", Name: "Worker"}
+	wk := stage{Key: "worker", Name: "Worker", Deps: []string{"queue"}}
 	if !m.has("bowline_worker_received_total") {
 		notHere(&wk)
 	} else {
@@ -400,7 +469,7 @@ func (c *Console) stages() []stage {
 
 	// Providers: outcomes of the subscriptions that call them, and the
 	// calls they report.
-	pv := stage{Key: "providers", Name: "Providers", Link: Prefix + "commerce"}
+	pv := stage{Key: "providers", Name: "Providers", Link: Prefix + "commerce", Deps: []string{"worker"}}
 	provFilter := func(x sample, outcome string) float64 {
 		t := 0.0
 		for sub := range providerSubs {
@@ -434,5 +503,23 @@ func (c *Console) stages() []stage {
 		pv.Spark = sparkline(okRate)
 	}
 	out = append(out, pv)
+	propagate(out)
 	return out
+}
+
+// relayBehind reports whether the relay has been forwarding records older
+// than lagRelay over each of the last rateWindow readings. One old batch
+// (the records committed before the relay started, which it forwards
+// first) is a catch-up, not a relay that falls behind.
+func relayBehind(ss []sample) bool {
+	if len(ss) < rateWindow+1 {
+		return false
+	}
+	for i := len(ss) - rateWindow; i < len(ss); i++ {
+		moved := ss[i].m.sum("bowline_relay_forwarded_total") > ss[i-1].m.sum("bowline_relay_forwarded_total")
+		if !moved || ss[i].m.max("bowline_relay_lag_seconds") <= lagRelay.Seconds() {
+			return false
+		}
+	}
+	return true
 }

@@ -44,7 +44,7 @@ func sparkline(v []float64) template.HTML {
 // chartMark is a span (a meal) or an instant (a refill, a fault) drawn
 // over the weight chart.
 type chartMark struct {
-	Kind       string // meal, refill, fault, gap
+	Kind       string // meal, refill, fault, gap-lost, gap-late
 	From, To   time.Time
 	Label      string
 	ColorIndex int
@@ -56,12 +56,19 @@ type column struct {
 	n             int
 }
 
-// weightChart draws thing's weight from from to to: the average per column
-// as a line, min..max as a band, and marks on top.
-func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float64, small bool) template.HTML {
-	const left, right, top, bottom = 52.0, 10.0, 10.0, 24.0
+// lagMarkAfter is how far the newest reading may be behind the window's
+// end before the chart marks the rest as lagging: one rollup minute, the
+// gateway's batch and the consumer's flush.
+const lagMarkAfter = 3 * time.Minute
+
+// weightChart draws thing's weight from from to to, both on the bowls'
+// clock (named by clock, for the axis title): the average per column as a
+// line, min..max as a band, marks on top, and where no reading has
+// arrived yet after the newest one, a hatched "telemetry lags" region.
+func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float64, small bool, clock string) template.HTML {
+	const left, right, top, bottom = 62.0, 10.0, 10.0, 38.0
 	if small {
-		w, h = 600, 170
+		w, h = 600, 185
 	}
 	pw, ph := w-left-right, h-top-bottom
 	// Columns are whole buckets (at most one per 3 px), aligned to them,
@@ -106,13 +113,23 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 	colX := func(i int) float64 { return left + (float64(i)+0.5)*colSec/span*pw }
 
 	var b strings.Builder
-	label := fmt.Sprintf("Weight of %s from %s to %s UTC: %d points from the telemetry stream", v.Thing, from.UTC().Format("15:04"), to.UTC().Format("15:04"), points)
+	label := fmt.Sprintf("Weight of %s from %s to %s UTC %s: %d points from the telemetry stream", v.Thing, from.UTC().Format("15:04"), to.UTC().Format("15:04"), clock, points)
+	lagFrom := time.Time{}
+	if !v.Last.IsZero() && to.Sub(v.Last) > lagMarkAfter {
+		lagFrom = later(v.Last, from)
+		label += fmt.Sprintf("; telemetry lags: nothing after %s yet (%s behind)", v.Last.UTC().Format("15:04"), fmtDuration(to.Sub(v.Last)))
+	}
 	cls := "chart weight-chart"
 	if small {
 		cls += " small"
 	}
-	fmt.Fprintf(&b, `<svg class="%s" viewBox="0 0 %g %g" role="img" aria-label="%s" data-points="%d" data-thing="%s">`, cls, w, h, esc(label), points, esc(v.Thing))
+	fmt.Fprintf(&b, `<svg class="%s" viewBox="0 0 %g %g" role="img" aria-label="%s" data-points="%d" data-thing="%s" data-from="%s" data-to="%s" data-clock="%s">`,
+		cls, w, h, esc(label), points, esc(v.Thing), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), esc(clock))
 	fmt.Fprintf(&b, `<title>%s</title>`, esc(label))
+	// Axis titles: the clock and zone of the time axis, the unit of the
+	// other.
+	fmt.Fprintf(&b, `<text class="axis-title x-title" x="%g" y="%g" text-anchor="middle">%s, UTC</text>`, left+pw/2, h-3, esc(clock))
+	fmt.Fprintf(&b, `<text class="axis-title y-title" x="%g" y="%g" text-anchor="middle" transform="rotate(-90 %g %g)">weight (g)</text>`, 12.0, top+ph/2, 12.0, top+ph/2)
 	// Grid and axes.
 	for i := 0; i <= 4; i++ {
 		g := lo + (hi-lo)*float64(i)/4
@@ -136,7 +153,17 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 		case ticks:
 			anchor = "end"
 		}
-		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, x, h-6, anchor, t.UTC().Format("15:04"))
+		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, x, h-20, anchor, t.UTC().Format("15:04"))
+	}
+	// Where telemetry lags: after the newest reading, up to the window's
+	// end on the bowls' clock.
+	if !lagFrom.IsZero() && lagFrom.Before(to) {
+		x1 := X(float64(lagFrom.Unix()))
+		fmt.Fprintf(&b, `<rect class="lag-mark" x="%.1f" y="%g" width="%.1f" height="%g" data-lag-from="%s"><title>telemetry lags: no reading after %s %s yet</title></rect>`,
+			x1, top, math.Max(w-right-x1, 1), ph, v.Last.UTC().Format(time.RFC3339), v.Last.UTC().Format("15:04"), esc(clock))
+		if !small || w-right-x1 > 120 {
+			fmt.Fprintf(&b, `<text class="lag-text" x="%.1f" y="%g" text-anchor="end">telemetry lags %s</text>`, w-right-4, top+14, fmtDuration(to.Sub(v.Last)))
+		}
 	}
 	// Marks under the line.
 	for _, mk := range marks {
@@ -181,7 +208,11 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 	}
 	flush()
 	if points == 0 {
-		fmt.Fprintf(&b, `<text class="empty" x="%g" y="%g" text-anchor="middle">no readings from the stream in this window yet</text>`, left+pw/2, top+ph/2)
+		msg := "no readings from the stream yet"
+		if !v.Last.IsZero() {
+			msg = fmt.Sprintf("no readings in this window: the newest is from %s %s", v.Last.UTC().Format("Jan 2 15:04"), clock)
+		}
+		fmt.Fprintf(&b, `<text class="empty" x="%g" y="%g" text-anchor="middle">%s</text>`, left+pw/2, top+ph/2, esc(msg))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
@@ -199,10 +230,10 @@ type timelineItem struct {
 
 // timeline draws meals per pet (one row each) and the bowl's other events
 // (one row) between from and to.
-func timeline(pets []string, items []timelineItem, from, to time.Time) template.HTML {
+func timeline(pets []string, items []timelineItem, from, to time.Time, clock string) template.HTML {
 	const w, left, right, rowH, top = 1000.0, 150.0, 10.0, 34.0, 6.0
 	rows := len(pets) + 1
-	h := top + float64(rows)*rowH + 22
+	h := top + float64(rows)*rowH + 36
 	span := to.Sub(from).Seconds()
 	X := func(t time.Time) float64 { return left + t.Sub(from).Seconds()/span*(w-left-right) }
 	var b strings.Builder
@@ -212,7 +243,7 @@ func timeline(pets []string, items []timelineItem, from, to time.Time) template.
 			meals++
 		}
 	}
-	label := fmt.Sprintf("Meals per pet and bowl events from %s to %s UTC: %d meals", from.UTC().Format("Jan 2 15:04"), to.UTC().Format("Jan 2 15:04"), meals)
+	label := fmt.Sprintf("Meals per pet and bowl events from %s to %s UTC %s: %d meals", from.UTC().Format("Jan 2 15:04"), to.UTC().Format("Jan 2 15:04"), clock, meals)
 	fmt.Fprintf(&b, `<svg class="chart timeline" viewBox="0 0 %g %g" role="img" aria-label="%s" data-meals="%d"><title>%s</title>`, w, h, esc(label), meals, esc(label))
 	for r := 0; r < rows; r++ {
 		y := top + float64(r)*rowH + rowH/2
@@ -232,8 +263,9 @@ func timeline(pets []string, items []timelineItem, from, to time.Time) template.
 		case 6:
 			anchor = "end"
 		}
-		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, X(t), h-6, anchor, t.UTC().Format("15:04"))
+		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, X(t), h-20, anchor, t.UTC().Format("15:04"))
 	}
+	fmt.Fprintf(&b, `<text class="axis-title x-title" x="%g" y="%g" text-anchor="middle">%s, UTC</text>`, left+(w-left-right)/2, h-3, esc(clock))
 	for _, it := range items {
 		if it.At.Before(from) || it.At.After(to) {
 			continue

@@ -235,6 +235,8 @@ type rollupReader struct {
 	now    func() time.Time
 	store  *telemetryStore
 	log    *slog.Logger
+	// outages, when set, learns whether the rollups answer.
+	outages *outages
 }
 
 // run reads until ctx ends.
@@ -256,6 +258,9 @@ func (r *rollupReader) round(ctx context.Context) {
 		// Rollups are stamped with the gateway's clock, which may run a
 		// little ahead of ours.
 		pts, err := durable.ReadRollups(ctx, r.db, r.table, pt.thing, from, now.Add(time.Hour))
+		if r.outages != nil && ctx.Err() == nil {
+			r.outages.note(sourceRollups, "DynamoDB table "+r.table, "", err, time.Now())
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("console: read rollups", "thing", pt.thing, "err", err)

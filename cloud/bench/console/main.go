@@ -164,7 +164,7 @@ func run(ctx context.Context, n int) (Result, error) {
 	for _, path := range []string{
 		"/console/", "/console/?live=1", "/console/bowls", "/console/bowls/bowl-000", "/console/bowls/bowl-000?window=24h",
 		"/console/tenants", "/console/tenants/tenant-1", "/console/tenants/tenant-1/events/5",
-		"/console/dead-letters", "/console/commerce",
+		"/console/dead-letters", "/console/commerce", "/console/search?q=bowl-000",
 	} {
 		p, err := measure(ctx, hc, base+path, n)
 		if err != nil {

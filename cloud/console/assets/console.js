@@ -33,12 +33,18 @@
         focusKey = a.id ? "#" + a.id : (a.getAttribute("href") ? "a[href='" + a.getAttribute("href") + "']" : (a.name ? "[name='" + a.name + "'][value='" + a.value + "']" : null));
       }
       live.innerHTML = req.responseText;
+      // The banner and the tabs' counts come with the region.
+      live.querySelectorAll("[data-sync]").forEach(function (e) {
+        var to = document.getElementById(e.getAttribute("data-sync"));
+        if (to) { to.innerHTML = e.innerHTML; }
+        e.remove();
+      });
       live.querySelectorAll("input[type=checkbox]").forEach(function (c) { if (checked[c.name + "=" + c.value]) { c.checked = true; } });
       var all2 = document.getElementById("select-all");
       if (all2) { all2.checked = allChecked; }
       if (focusKey) { var f = live.querySelector(focusKey); if (f) { f.focus(); } }
       wire();
-      if (status) { status.textContent = "live " + new Date().toLocaleTimeString(); status.className = ""; }
+      if (status) { status.textContent = "live " + new Date().toISOString().slice(11, 19) + " UTC wall clock"; status.className = ""; }
       schedule();
     };
     req.onerror = function () {
@@ -73,6 +79,7 @@
     var link = document.querySelector("header nav a[data-key='" + e.key + "']");
     if (link) { e.preventDefault(); link.click(); return; }
     if (e.key === "r") { e.preventDefault(); update(); }
+    if (e.key === "/") { var s = document.getElementById("search"); if (s) { e.preventDefault(); s.focus(); } }
   });
 
   wire();
