@@ -398,7 +398,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		relay.NewMetrics(reg).For("events").Forwarded(0)
 		token := "ops-" + randHex(8)
 		con, err := console.New(console.Config{
-			OpsToken: token, Names: names, DB: a.DynamoDB, Chains: a.Verifier(), DeadLetters: a.DeadLetters, Inbox: a.Inbox,
+			OpsToken: token, OneClickLogin: true, Names: names, DB: a.DynamoDB, Chains: a.Verifier(), DeadLetters: a.DeadLetters, Inbox: a.Inbox,
 			Redriver: noRedrive{}, Subscriptions: a.Catalog.Subscriptions, Queue: q,
 			QueueURLs: console.QueueURLs{Events: "http://" + addr + "/000000000000/events.fifo", DLQ: "http://" + addr + "/000000000000/events-dlq.fifo"},
 			Rollups:   a.DynamoDB, NoTelemetry: true, Gatherer: reg, Refresh: 500 * time.Millisecond, Logger: testkit.Logger(t, slog.LevelError),

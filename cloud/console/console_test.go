@@ -180,7 +180,12 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 }
 
 func TestLoginReturnsToThePageAskedFor(t *testing.T) {
-	c, _ := newTestConsole(t)
+	cfg := testConfig(&countingRedriver{})
+	cfg.OneClickLogin = true // the one-click form carries next too
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
 	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/console/dead-letters?tenant=shop", nil))
 	want := "/console/login?next=" + url.QueryEscape("/console/dead-letters?tenant=shop")

@@ -54,7 +54,7 @@ import (
 // owns the layout, the bounds and the 14-day TTL, and writes the rows):
 //
 //	tenant letter: pk = "TENANT#<tenant>"  sk = "DL#<thing>/<kind>/<digest>#ingest"
-//	poison pill:   pk = "POISON"           sk = "<at, RFC 3339 nano>#<topic>#<digest>"
+//	poison pill:   pk = "POISON#<n>"       sk = "<at, RFC 3339 nano>#<topic>#<digest>"
 //
 // <digest> is the first 8 bytes of the payload's sha256 in hex (letterDigest),
 // so a redelivered rejection overwrites its letter. A letter goes under the

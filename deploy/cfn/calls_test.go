@@ -101,7 +101,7 @@ func TestStackRolesAllowTheKnownGaps(t *testing.T) {
 		ctx                    map[string][]string
 		allow                  bool
 	}{
-		{"IngestRole", "dynamodb:PutItem", table("dead_letters"), lk("POISON"), true},
+		{"IngestRole", "dynamodb:PutItem", table("dead_letters"), lk("POISON#07"), true},
 		{"IngestRole", "dynamodb:PutItem", table("app"), lk("SEQ#bowl-1"), true},
 		{"WorkerTaskRole", "sqs:GetQueueUrl", queue("events-dlq.fifo"), nil, true},
 		{"WorkerTaskRole", "sqs:SendMessage", queue("events-dlq.fifo"), nil, true},

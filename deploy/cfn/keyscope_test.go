@@ -32,7 +32,7 @@ func TestRolesWriteOnlyTheirOwnKeys(t *testing.T) {
 	add("IngestRole", "dynamodb:PutItem", "AppTable", false, "DEVICE#gw-1:bowl-1", "CONTACT#t1", "ORDER#o-1", "PET#t1#p1", "LEASE#ingest#bowline-prod-ingest", "LEASE#other#x")
 	add("IngestRole", "dynamodb:PutItem", "InboxTable", true, "EMIT#t1#gw-1/1", "INGEST#t1#gw-1/1")
 	add("IngestRole", "dynamodb:PutItem", "InboxTable", false, "IDEMP#e:s", "PAYMENT#p1", "APIKEY#t1#k", "RECONCILE#SCAN")
-	add("IngestRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON")
+	add("IngestRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON#03")
 	add("IngestRole", "dynamodb:PutItem", "DeadLettersTable", false, "UNMATCHED", "X")
 	// worker
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "InboxTable", true, "IDEMP#e:s")
@@ -41,7 +41,7 @@ func TestRolesWriteOnlyTheirOwnKeys(t *testing.T) {
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "AppTable", true, "PET#t1#p1", "FAULT#t1#gw-1:bowl-1")
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "AppTable", false, "DEVICE#gw-1", "ORDER#o-1", "CONTACT#t1")
 	add("WorkerTaskRole", "dynamodb:PutItem", "AppTable", false, "PET#t1#p1", "DEVICE#gw-1")
-	add("WorkerTaskRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON")
+	add("WorkerTaskRole", "dynamodb:PutItem", "DeadLettersTable", true, "TENANT#t1", "POISON#15")
 	add("WorkerTaskRole", "dynamodb:UpdateItem", "DeadLettersTable", true, "UNMATCHED")
 	// api
 	add("ApiTaskRole", "dynamodb:PutItem", "AppTable", true, "ORDER#o-1")
@@ -51,7 +51,7 @@ func TestRolesWriteOnlyTheirOwnKeys(t *testing.T) {
 	add("ApiTaskRole", "dynamodb:PutItem", "InboxTable", false, "IDEMP#e:s", "INGEST#t1#x", "EMIT#t1#k")
 	add("ApiTaskRole", "dynamodb:UpdateItem", "InboxTable", true, "RECONCILE#TENANT#t1", "IDEMP#e:s")
 	add("ApiTaskRole", "dynamodb:UpdateItem", "InboxTable", false, "PAYMENT#p1", "EMIT#t1#k")
-	add("ApiTaskRole", "dynamodb:UpdateItem", "DeadLettersTable", false, "POISON", "UNMATCHED")
+	add("ApiTaskRole", "dynamodb:UpdateItem", "DeadLettersTable", false, "POISON#00", "UNMATCHED")
 	// operator
 	add("OperatorRole", "dynamodb:PutItem", "AppTable", true, "DEVICE#gw-1")
 	add("OperatorRole", "dynamodb:PutItem", "AppTable", false, "ORDER#o-1", "CONTACT#t1", "PET#t1#p1")

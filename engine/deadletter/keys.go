@@ -1,6 +1,9 @@
 package deadletter
 
 import (
+	"fmt"
+	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -13,7 +16,8 @@ import (
 // (docs/tables.md lists every table's rows).
 //
 //	tenant letter:  pk = "TENANT#<tenant>"  sk = "DL#<event_id>#<subscription>"
-//	poison pill:    pk = "POISON"           sk = "<at, RFC 3339 nano>#<message_id>"
+//	poison pill:    pk = "POISON#<n>"       sk = "<at, RFC 3339 nano>#<message_id>"
+//	                (n = FNV-1a of message_id mod PoisonPartitions, 00-15)
 //	unmatched:      pk = "UNMATCHED"        sk = "<event type>"
 //
 // A letter (tenant or poison) holds error and at (S, RFC 3339 nano), and
@@ -30,8 +34,15 @@ import (
 // Read by engine/redrive (ForEvent), engine/reconcile (All, Unmatched) and
 // operator tools (Tenant, Poison, All).
 const (
-	// PoisonPK is the global partition of poison pills.
-	PoisonPK = "POISON"
+	// PoisonPK names poison pills in a letter's Key ("POISON/<sort key>");
+	// PoisonPKPrefix starts the PoisonPartitions partitions they are
+	// spread over, so that a flood of undecodable messages does not all
+	// land on one partition's 1,000 writes a second. (Before, every pill
+	// was under pk "POISON"; nothing deployed holds such rows.)
+	PoisonPK       = "POISON"
+	PoisonPKPrefix = "POISON#"
+	// PoisonPartitions is how many partitions poison pills are spread over.
+	PoisonPartitions = 16
 	// UnmatchedPK is the partition of the per-type counters of events that
 	// reached the durable consumer and matched no subscription: delivered
 	// to nobody, which otherwise looks like success.
@@ -52,7 +63,26 @@ func letterKey(tenant, eventID, subscription string) map[string]types.AttributeV
 	return attr.Key(tenantPK(tenant), eventLetters(eventID)+subscription)
 }
 
+// poisonPK is the partition of the poison pill of messageID.
+func poisonPK(messageID string) string {
+	h := fnv.New32a()
+	h.Write([]byte(messageID))
+	return fmt.Sprintf("%s%02d", PoisonPKPrefix, h.Sum32()%PoisonPartitions)
+}
+
+// poisonPKs is every partition poison pills may be in.
+func poisonPKs() []string {
+	pks := make([]string, 0, PoisonPartitions)
+	for i := range PoisonPartitions {
+		pks = append(pks, fmt.Sprintf("%s%02d", PoisonPKPrefix, i))
+	}
+	return pks
+}
+
+// isPoisonPK reports whether pk is a partition of poison pills.
+func isPoisonPK(pk string) bool { return strings.HasPrefix(pk, PoisonPKPrefix) }
+
 // poisonKey is the key of the poison pill of messageID, received at.
 func poisonKey(at time.Time, messageID string) map[string]types.AttributeValue {
-	return attr.Key(PoisonPK, at.UTC().Format(timeLayout)+"#"+messageID)
+	return attr.Key(poisonPK(messageID), at.UTC().Format(timeLayout)+"#"+messageID)
 }

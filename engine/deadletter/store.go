@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,9 +131,19 @@ func (s *Store) Tenant(ctx context.Context, tenant string) ([]Letter, error) {
 	return s.query(ctx, tenantPK(tenant), letterSKPrefix)
 }
 
-// Poison returns every poison pill.
+// Poison returns every poison pill, oldest first: one query per partition
+// they are spread over.
 func (s *Store) Poison(ctx context.Context) ([]Letter, error) {
-	return s.query(ctx, PoisonPK, "")
+	var out []Letter
+	for _, pk := range poisonPKs() {
+		ls, err := s.query(ctx, pk, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ls...)
+	}
+	slices.SortStableFunc(out, func(a, b Letter) int { return a.At.Compare(b.At) })
+	return out, nil
 }
 
 // All returns every letter and poison pill (a Scan: operator use only).
@@ -267,7 +278,7 @@ func decode(item map[string]types.AttributeValue) Letter {
 		Body:         attr.GetS(item, "body"),
 		Attempts:     int(attr.GetN(item, "attempts")),
 		ReceiveCount: int(attr.GetN(item, "receive_count")),
-		Poison:       attr.GetS(item, attr.PK) == PoisonPK,
+		Poison:       isPoisonPK(attr.GetS(item, attr.PK)),
 		RawSHA256:    attr.GetS(item, "raw_sha256"),
 		RawSize:      int(attr.GetN(item, "raw_size")),
 	}

@@ -57,30 +57,60 @@ func TestRecordOverwritesAndReads(t *testing.T) {
 	}
 }
 
-func TestPoisonUnderGlobalPartition(t *testing.T) {
+// TestPoisonPillsSpreadOverPartitions: a flood of poison pills lands on
+// PoisonPartitions partitions, not one (issue 22: every pill was under the
+// single key POISON), and Poison still finds every one, oldest first, and
+// a replay can mark it.
+func TestPoisonPillsSpreadOverPartitions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	s, err := New(dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions), lstest.Names(t).DeadLettersTable(), nil)
+	db := dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions)
+	table := lstest.Names(t).DeadLettersTable()
+	s, err := New(db, table, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := ulid.Make().String()
-	if err := s.RecordPoison(ctx, Letter{MessageID: id, Body: "not json", Error: "decode"}); err != nil {
-		t.Fatal(err)
+	ids := map[string]bool{}
+	pks := map[string]bool{}
+	for range 40 {
+		id := ulid.Make().String()
+		ids[id] = true
+		pks[poisonPK(id)] = true
+		if err := s.RecordPoison(ctx, Letter{MessageID: id, Body: "not json", Error: "decode"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(pks) < 8 {
+		t.Errorf("40 poison pills in %d partitions; want them spread over at least 8 of %d", len(pks), PoisonPartitions)
+	}
+	for pk := range pks {
+		if !strings.HasPrefix(pk, PoisonPKPrefix) || !isPoisonPK(pk) {
+			t.Errorf("poison partition %q; want %s<nn>", pk, PoisonPKPrefix)
+		}
 	}
 	all, err := s.Poison(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range all {
-		if l.MessageID == id {
-			if !l.Poison || l.Body != "not json" || l.Tenant != "" {
-				t.Errorf("poison letter = %+v; want poison with body and no tenant", l)
-			}
-			return
+	found := 0
+	for i, l := range all {
+		if i > 0 && l.At.Before(all[i-1].At) {
+			t.Errorf("Poison()[%d] at %v before [%d] at %v; want oldest first", i, l.At, i-1, all[i-1].At)
+		}
+		if !ids[l.MessageID] {
+			continue
+		}
+		found++
+		if !l.Poison || l.Body != "not json" || l.Tenant != "" {
+			t.Errorf("poison letter = %+v; want poison with body and no tenant", l)
 		}
 	}
-	t.Errorf("poison pill %s not found among %d", id, len(all))
+	if found != len(ids) {
+		t.Fatalf("Poison found %d of the %d pills recorded", found, len(ids))
+	}
+	if err := s.MarkReplayed(ctx, all[len(all)-1]); err != nil {
+		t.Errorf("MarkReplayed(%s): %v", all[len(all)-1].Key(), err)
+	}
 }
 
 func TestUnmatchedCounters(t *testing.T) {

@@ -41,9 +41,10 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first provision: %v", err)
 	}
-	// Every table and queue of the plan, and the stream.
+	// Every table and queue of the plan, and the two Kinesis streams
+	// (telemetry, events).
 	plan := provision.PlanFor(n, provision.Options{})
-	if got, want := len(first.Resources), len(plan.Tables)+len(plan.Queues)+1; got != want {
+	if got, want := len(first.Resources), len(plan.Tables)+len(plan.Queues)+2; got != want {
 		t.Fatalf("first provision made %d resources; want %d: %+v", got, want, first.Resources)
 	}
 	for _, r := range first.Resources {
