@@ -42,13 +42,16 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	// Empty defaults, filled from the environment after parsing, so --help
 	// never prints a key (docs/security.md).
 	fs.StringVar(&tlsFiles.Cert, "cert", "", "client certificate for mTLS: PEM text or a file path (default: env BOWLINE_MQTT_CERT)")
-	fs.StringVar(&tlsFiles.Key, "key", "", "client private key: PEM text or a file path (default: env BOWLINE_MQTT_KEY; never printed)")
+	fs.StringVar(&tlsFiles.Key, "key", "", "client private key: a file path only, since ps shows every argument (default: env BOWLINE_MQTT_KEY, PEM text or a path; never printed)")
 	fs.StringVar(&tlsFiles.CA, "ca", "", "CA bundle to trust instead of the system roots: PEM text or a file path (default: env BOWLINE_MQTT_CA)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if err := keyIsAPath(tlsFiles.Key); err != nil {
+		return err
 	}
 	if *maxAttempts < 1 {
 		return fmt.Errorf("%w: --max-attempts %d: want at least 1", cli.ErrUsage, *maxAttempts)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -68,5 +69,26 @@ func TestMQTTKeyWithoutArmourIsNotEchoed(t *testing.T) {
 	}
 	if !strings.Contains(out, "client key") || !strings.Contains(out, "not shown") {
 		t.Errorf("bowline rules output %q; want an error naming the client key without its value", out)
+	}
+}
+
+// TestKeyFlagTakesAFileOnly: `bowline rules --key` refuses PEM text, which
+// ps would show to anyone on the host (issue 22, low), with exit 2 and an
+// error that names the flag and never repeats the key.
+func TestKeyFlagTakesAFileOnly(t *testing.T) {
+	pem := "-----BEGIN PRIVATE KEY-----\nsEcReT-key-on-the-command-line\n-----END PRIVATE KEY-----"
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // hang guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bowlineBin(t), "rules", "--cert", "cert.pem", "--key", pem)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("bowline rules --key <PEM text>: %v; want exit 2\n%s", err, out)
+	}
+	if strings.Contains(string(out), "sEcReT") {
+		t.Errorf("bowline rules --key <PEM text> printed the key:\n%s", out)
+	}
+	if !strings.Contains(string(out), "--key") || !strings.Contains(string(out), "path") {
+		t.Errorf("bowline rules --key <PEM text> said %q; want it to name --key and ask for a path", out)
 	}
 }
