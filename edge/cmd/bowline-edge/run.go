@@ -39,6 +39,7 @@ The config file is JSON with the same options as the flags (flags win):
   {"tenant":"t1","gateway":"gw-1","broker":"ssl://example:8883",
    "tls":{"ca":"ca.pem","cert":"gw.pem","key":"gw.key"},
    "inputs":["serial:/dev/ttyAMA0@115200"],
+   "things":{"bowl-1":"gw-1:kitchen"},
    "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
    "mqtt":{"rate":20,"in_flight":20,"puback_timeout":"20s"},
    "telemetry":{"wire":"v2","rule":"bowline_prod_telemetry",
