@@ -76,14 +76,24 @@ func configArg(args []string) (string, bool) {
 	return "", false
 }
 
+// loadFile loads the --config file among args, if any (a zero File
+// otherwise), for config.Flags to bind.
+func loadFile(args []string) (config.File, error) {
+	path, ok := configArg(args)
+	if !ok {
+		return config.File{}, nil
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return config.File{}, fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
+	return f, nil
+}
+
 func runCmd(ctx context.Context, args []string) error {
-	var file config.File
-	if path, ok := configArg(args); ok {
-		f, err := config.Load(path)
-		if err != nil {
-			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
-		}
-		file = f
+	file, err := loadFile(args)
+	if err != nil {
+		return err
 	}
 	fs := cli.NewFlags("bowline-edge run", runSummary, runUsage)
 	fs.String("config", "", "JSON config file; flags override its values")
