@@ -53,6 +53,9 @@ func runIngest(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
 	}
+	if *slots < 0 {
+		return fmt.Errorf("%w: --slots %d: want at least 1 (0 takes the default, 1)", cli.ErrUsage, *slots)
+	}
 	if *broker == "" {
 		*broker = cli.EnvDefault("BOWLINE_MQTT_URL", "tcp://127.0.0.1:1883")
 	}
