@@ -248,6 +248,7 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 	if err != nil {
 		return err
 	}
+	trimmedAtHorizon := false
 	for failures := 0; ; {
 		if iter == "" {
 			break
@@ -259,9 +260,17 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 			}
 			var expired *streamtypes.ExpiredIteratorException
 			var gone *streamtypes.ResourceNotFoundException
+			var trimmed *streamtypes.TrimmedDataAccessException
 			switch {
 			case errors.As(err, &expired):
 				log.Info("shard iterator expired; renewing from checkpoint", "seq", cp.Sequence)
+			case errors.As(err, &trimmed) && cp.Sequence == "" && !trimmedAtHorizon:
+				// No checkpoint yet, so the iterator was at the trim
+				// horizon and nothing relayed can be missed: DynamoDB
+				// Local says this of a new, empty shard's first read
+				// (docs/local-stack.md). A repeat still warns below.
+				trimmedAtHorizon = true
+				log.Info("iterator at the trim horizon reported trimmed; renewing it at the horizon", "err", err)
 			case errors.As(err, &gone):
 				log.Warn("shard is gone", "err", err)
 				return nil
