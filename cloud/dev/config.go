@@ -142,6 +142,9 @@ type Config struct {
 	Verbose bool
 	// Out receives Run's report and status lines; nil means io.Discard.
 	Out io.Writer
+	// Progress receives Start's steps, one line each, while nothing else
+	// is printed yet (`bowline dev`: stderr); nil prints none.
+	Progress io.Writer
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }

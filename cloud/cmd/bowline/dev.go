@@ -34,8 +34,9 @@ func runDev(ctx context.Context, args []string) error {
 			"stack, registers every simulated bowl to its tenant, and runs ingest, both relays, the\n"+
 			"worker with the cloud subscribers, the record-change consumer, the API with the web console\n"+
 			"and fake providers in this process, plus N simulated bowls, each with its own edge agent and\n"+
-			"outbox. Prints the console's one-click login URL first, then one line of live figures every\n"+
-			"--every. Ctrl-C stops all.\n\n"+
+			"outbox. Prints its start-up steps on stderr, then the console's one-click login URL, then\n"+
+			"one line of live figures every --every. Ctrl-C stops all and prints one summary line. When\n"+
+			"an emulator dies, it stops all and exits 1 naming it.\n\n"+
 			"By default the bowls run on a demo clock: from "+demoStart+" UTC at "+demoSpeedText+"x, "+demoRateText+" Hz, with a\n"+
 			"first meal in each bowl at once, so meals, intake records and chains move within the first\n"+
 			"minute whatever the time of day. --real-time runs them on the wall clock instead (speed 1,\n"+
@@ -106,7 +107,7 @@ func runDev(ctx context.Context, args []string) error {
 	cfg := dev.Config{
 		Bowls: *bowls, NoBowls: *bowls == 0, Seed: *seed, Speed: *speed, RateHz: *rate, Duration: *duration, Start: startAt,
 		FirstMealAfter: firstMeal, DataDir: *dataDir, APIAddr: settings.Addr, Settings: settings, Every: *every,
-		JSON: *jsonOut, Verbose: *verboseReport, Out: os.Stdout, Logger: log,
+		JSON: *jsonOut, Verbose: *verboseReport, Out: os.Stdout, Progress: os.Stderr, Logger: log,
 	}
 	if len(settings.Tokens) == 0 {
 		cfg.Tenants = dev.DefaultTenantNames(*tenants)
