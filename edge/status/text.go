@@ -64,18 +64,23 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 	}
 	b.WriteString("\n")
 	if len(r.Bowls) == 0 {
-		b.WriteString("bowls:     none connected\n")
+		b.WriteString("link:      no bowl input\n")
 	}
 	for _, bw := range r.Bowls {
 		state := "DISCONNECTED"
 		if bw.Connected {
 			state = "connected"
 		}
-		dev := bw.Device
-		if dev == "" {
-			dev = "no hello yet"
+		var name string
+		switch {
+		case bw.Input == "":
+			name = "bowl " + bw.Device
+		case bw.Device == "":
+			name = "input " + bw.Input
+		default:
+			name = "bowl " + bw.Device + " on " + bw.Input
 		}
-		fmt.Fprintf(&b, "bowl:      %s (%s) %s", bw.Input, dev, state)
+		fmt.Fprintf(&b, "link:      %s %s", name, state)
 		if !bw.LastSeen.IsZero() {
 			fmt.Fprintf(&b, ", last frame %s", ago(now, bw.LastSeen))
 		}

@@ -31,7 +31,7 @@ func TestWriteTextSaysWhatIsWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"DISCONNECTED to", "last error: dial refused", "file system unknown free", "LOWERED",
-		"10 samples not acknowledged by the cloud (oldest 30m0s old)", "last ack never", "serial:/dev/ttyAMA0 (no hello yet) DISCONNECTED, last frame 2m0s ago; last error: read: EOF"} {
+		"10 samples not acknowledged by the cloud (oldest 30m0s old)", "last ack never", "input serial:/dev/ttyAMA0 DISCONNECTED, last frame 2m0s ago; last error: read: EOF"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("WriteText printed\n%s\nwant %q", b.String(), want)
 		}
