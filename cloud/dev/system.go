@@ -116,6 +116,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	if err := s.startAPI(ctx); err != nil {
 		return nil, err
 	}
+	if s.cfg.ShopOrdersPerHour > 0 {
+		s.run("shop", func() error { return s.runShop(s.runCtx) })
+	}
 	s.step(began, "ready")
 	ok = true
 	return s, nil

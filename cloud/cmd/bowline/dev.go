@@ -27,9 +27,13 @@ const (
 )
 
 func runDev(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "fail" {
+		return devFailCmd(ctx, args[1:], os.Stdout)
+	}
 	fs := cli.NewFlags("bowline dev",
 		"run the whole system locally: emulators, broker, provisioning, services, simulated bowls with edge agents, the web console",
-		"bowline dev [--real-time] [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--rate HZ] [--verbose] [--json]\n\n"+
+		"bowline dev [--real-time] [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--rate HZ] [--shop-orders N] [--shop-fail-rate R] [--verbose] [--json]\n"+
+			"bowline dev fail <shopify|shipping|notify> <status|ok> [--times N]   (another shell; `dev fail --help`)\n\n"+
 			"Starts DynamoDB Local, fauxqs, kinesis-local and an embedded MQTT broker, provisions the\n"+
 			"stack, registers every simulated bowl to its tenant, and runs ingest, both relays, the\n"+
 			"worker with the cloud subscribers, the record-change consumer, the API with the web console\n"+
@@ -53,6 +57,8 @@ func runDev(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 0, "simulated time the bowls run (0: until stopped)")
 	start := fs.String("start", demoStart, "simulated UTC time of day the bowls boot, HH:MM, the latest one not after now (\"now\" with --real-time)")
 	every := fs.Duration("every", dev.DefaultEvery, "period of the status line")
+	shopOrders := fs.Float64("shop-orders", 6, "demo shop: orders per simulated hour, each paid through the signed webhook (0: no shop)")
+	shopFail := fs.Float64("shop-fail-rate", 0.25, "demo shop: share of orders (0..1) whose call to one provider, in turn, is refused (400), so the delivery is dead-lettered")
 	dataDir := fs.String("data-dir", "", "directory for the agents' outboxes and the bowls' sockets (default: a temporary one, removed on exit)")
 	jsonOut := fs.Bool("json", false, "print the startup report and the status lines as JSON lines")
 	verboseReport := fs.Bool("verbose", false, "print the whole startup report: endpoints, resources, tokens, the fakes, each agent, the export lines")
@@ -77,6 +83,9 @@ func runDev(ctx context.Context, args []string) error {
 		if !set["start"] {
 			*start = "now"
 		}
+	}
+	if *shopOrders < 0 || *shopOrders > 3600 || *shopFail < 0 || *shopFail > 1 {
+		return fmt.Errorf("%w: --shop-orders %v, --shop-fail-rate %v: want 0 to 3600 orders per simulated hour and a rate of 0 to 1", cli.ErrUsage, *shopOrders, *shopFail)
 	}
 	if *bowls < 0 || *tenants < 1 || *speed <= 0 || *every <= 0 {
 		return fmt.Errorf("%w: --bowls %d, --tenants %d, --speed %v, --every %v: want bowls >= 0, tenants >= 1, speed and every > 0",
@@ -108,6 +117,7 @@ func runDev(ctx context.Context, args []string) error {
 		Bowls: *bowls, NoBowls: *bowls == 0, Seed: *seed, Speed: *speed, RateHz: *rate, Duration: *duration, Start: startAt,
 		FirstMealAfter: firstMeal, DataDir: *dataDir, APIAddr: settings.Addr, Settings: settings, Every: *every,
 		JSON: *jsonOut, Verbose: *verboseReport, Out: os.Stdout, Progress: os.Stderr, Logger: log,
+		ShopOrdersPerHour: *shopOrders, ShopFailRate: *shopFail,
 	}
 	if len(settings.Tokens) == 0 {
 		cfg.Tenants = dev.DefaultTenantNames(*tenants)

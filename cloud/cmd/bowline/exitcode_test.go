@@ -55,6 +55,13 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"iot-endpoint"}, []string{"--broker"}},
 		{[]string{"provision", "extra"}, []string{`"extra"`}},
 		{[]string{"api", "extra"}, []string{`"extra"`}},
+		{[]string{"order"}, []string{"create or pay"}},
+		{[]string{"order", "create"}, []string{"--tenant is required"}},
+		{[]string{"order", "pay"}, []string{"--order is required"}},
+		{[]string{"dev", "fail"}, []string{"<provider> <status|ok>", "shopify"}},
+		{[]string{"dev", "fail", "nosuch", "503"}, []string{`"nosuch"`, "notify, shipping, shopify"}},
+		{[]string{"dev", "fail", "shopify", "999"}, []string{`"999"`, "100-599"}},
+		{[]string{"dev", "--shop-fail-rate", "2"}, []string{"--shop-fail-rate"}},
 	}
 	for _, tt := range tests {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard

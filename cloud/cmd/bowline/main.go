@@ -35,6 +35,7 @@ func main() {
 			{Name: "anchor", Summary: anchorSummary, Run: runAnchor},
 			{Name: "dead-letters", Summary: "list dead letters; replay ingest's (dead-letters replay)", Run: runDeadLetters},
 			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: runRedrive},
+			{Name: "order", Summary: orderSummary, Run: runOrder},
 			{Name: "catalog", Summary: "print the event catalog, or check the contract", Run: runCatalog},
 			{Name: "devices", Summary: "manage the device registry (devices register)", Run: runDevices},
 		},
