@@ -27,13 +27,19 @@ const (
 )
 
 func runDev(ctx context.Context, args []string) error {
-	if len(args) > 0 && args[0] == "fail" {
-		return devFailCmd(ctx, args[1:], os.Stdout)
+	if len(args) > 0 {
+		switch args[0] {
+		case "fail":
+			return devFailCmd(ctx, args[1:], os.Stdout)
+		case "tamper":
+			return devTamperCmd(ctx, args[1:], os.Stdout)
+		}
 	}
 	fs := cli.NewFlags("bowline dev",
 		"run the whole system locally: emulators, broker, provisioning, services, simulated bowls with edge agents, the web console",
 		"bowline dev [--real-time] [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--rate HZ] [--shop-orders N] [--shop-fail-rate R] [--verbose] [--json]\n"+
-			"bowline dev fail <shopify|shipping|notify> <status|ok> [--times N]   (another shell; `dev fail --help`)\n\n"+
+			"bowline dev fail <shopify|shipping|notify> <status|ok> [--times N]   (another shell; `dev fail --help`)\n"+
+			"bowline dev tamper --tenant T --seq N   (another shell: rewrite one stored event; `dev tamper --help`)\n\n"+
 			"Starts DynamoDB Local, fauxqs, kinesis-local and an embedded MQTT broker, provisions the\n"+
 			"stack, registers every simulated bowl to its tenant, and runs ingest, both relays, the\n"+
 			"worker with the cloud subscribers, the record-change consumer, the API with the web console\n"+
