@@ -140,8 +140,18 @@ type Config struct {
 	// Verbose makes Run print the whole report as text (endpoints,
 	// resources, tokens, exports) instead of the short one.
 	Verbose bool
+	// ShopOrdersPerHour, when positive, runs the demo shop (shop.go): that
+	// many orders per simulated hour, each paid through the signed webhook.
+	// ShopFailRate (0..1) is the share of them whose call to one provider
+	// (in turn) is refused, so its delivery is dead-lettered. Zero: no shop.
+	ShopOrdersPerHour float64
+	ShopFailRate      float64
+
 	// Out receives Run's report and status lines; nil means io.Discard.
 	Out io.Writer
+	// Progress receives Start's steps, one line each, while nothing else
+	// is printed yet (`bowline dev`: stderr); nil prints none.
+	Progress io.Writer
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -157,6 +167,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Bowls == 0 && !c.NoBowls {
 		c.Bowls = DefaultBowls
+	}
+	if c.ShopOrdersPerHour < 0 || c.ShopOrdersPerHour > 3600 {
+		return fmt.Errorf("%w: shop orders per hour %v: want 0 (no shop) to 3600", ErrConfig, c.ShopOrdersPerHour)
+	}
+	if c.ShopFailRate < 0 || c.ShopFailRate > 1 {
+		return fmt.Errorf("%w: shop fail rate %v: want 0 to 1", ErrConfig, c.ShopFailRate)
 	}
 	if c.Bowls < 0 || c.Bowls > 1000 {
 		return fmt.Errorf("%w: bowls %d: want 1..1000", ErrConfig, c.Bowls)

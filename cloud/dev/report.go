@@ -3,8 +3,10 @@ package dev
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/bowline-iot/bowline/cloud/api"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bowline-iot/bowline/internal/provision"
@@ -73,6 +75,10 @@ func (s *System) Report() Report {
 	r.DataDir = s.cfg.DataDir
 	r.Env = append(st.Env(), resources.StackEnv+"="+s.cfg.Names.Stack)
 	r.Env = append(r.Env, s.fakes.Env()...)
+	// What `bowline order` needs: the API, the tenants' tokens and the
+	// webhook secret (printed above them in the same report).
+	r.Env = append(r.Env, "BOWLINE_API_URL="+s.apiURL, api.TokensEnv+"="+tokensEnv(s.cfg.Settings.Tokens),
+		api.WebhookSecretEnv+"="+s.cfg.Settings.WebhookSecret)
 	return r
 }
 
@@ -149,4 +155,15 @@ func cmpStr(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// tokensEnv formats tokens as BOWLINE_API_TOKENS reads them
+// (api.ParseTokens): "token=tenant,...", sorted.
+func tokensEnv(tokens map[string]string) string {
+	pairs := make([]string, 0, len(tokens))
+	for tok, tenant := range tokens {
+		pairs = append(pairs, tok+"="+tenant)
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, ",")
 }

@@ -2,6 +2,7 @@ package dev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -14,6 +15,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	cfg = s.Config()
 	rep := s.Report()
 	if cfg.JSON {
@@ -28,12 +30,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
+	var died error
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
+		case died = <-s.EmulatorDied():
+			break loop
 		case <-t.C:
+			if ctx.Err() != nil {
+				break loop // a tick racing the stop would read a closing stack
+			}
 			f := s.Figures(ctx)
 			if cfg.JSON {
 				fmt.Fprintln(cfg.Out, f.JSON())
@@ -42,8 +50,21 @@ loop:
 			}
 		}
 	}
+	// A dead emulator stops everything: the parts that talk to it would
+	// only retry. The error (exit 1) names it.
 	if !cfg.JSON {
-		fmt.Fprintln(cfg.Out, "bowline dev: stopping")
+		fmt.Fprint(cfg.Out, "bowline dev: stopping... ")
 	}
-	return s.Close()
+	stopAt := time.Now()
+	closeErr := s.Close()
+	sum := s.summary(stopAt.Sub(began), time.Since(stopAt))
+	if cfg.JSON {
+		fmt.Fprintln(cfg.Out, sum.JSON())
+	} else {
+		fmt.Fprintln(cfg.Out, sum.Line())
+	}
+	if died != nil {
+		return errors.Join(fmt.Errorf("%w (restart bowline dev)", died), closeErr)
+	}
+	return closeErr
 }

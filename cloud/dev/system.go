@@ -60,6 +60,7 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	}
 	group := app.NewGroup(context.WithoutCancel(ctx), cfg.Logger)
 	s := &System{cfg: cfg, group: group, runCtx: group.Context(), simDone: make(chan struct{})}
+	began := time.Now()
 	ok := false
 	defer func() {
 		if !ok {
@@ -79,6 +80,9 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	s.cfg.DataDir = dir
 	s.plan = planBowls(&s.cfg, dir)
 
+	if s.cfg.Stack == nil {
+		s.step(began, "starting the emulators (DynamoDB Local, fauxqs, kinesis-local) and the MQTT broker")
+	}
 	st, err := startStack(ctx, &s.cfg)
 	if err != nil {
 		return nil, err
@@ -99,16 +103,23 @@ func Start(ctx context.Context, cfg Config) (*System, error) {
 	// The clock exists before any service reads it (ingest takes it as its
 	// receive time); it stands at Config.Start until the bowls begin.
 	s.clock = &simClock{start: s.cfg.Start, speed: s.cfg.Speed}
+	s.step(began, "emulators up, stack %q provisioned; starting ingest, the telemetry path, relays, worker and consumers", s.cfg.Names.Stack)
 	if err := s.startServices(ctx); err != nil {
 		return nil, err
 	}
 	s.run("chain check", func() error { return s.chains.run(s.runCtx, chainEvery) })
+	s.step(began, "services up; starting %d simulated bowls, each with its edge agent", len(s.plan))
 	if err := s.startBowls(ctx); err != nil {
 		return nil, err
 	}
+	s.step(began, "bowls up; starting the API and the console")
 	if err := s.startAPI(ctx); err != nil {
 		return nil, err
 	}
+	if s.cfg.ShopOrdersPerHour > 0 {
+		s.run("shop", func() error { return s.runShop(s.runCtx) })
+	}
+	s.step(began, "ready")
 	ok = true
 	return s, nil
 }

@@ -37,7 +37,7 @@ func (c *Consumer) ackIfDue(ctx context.Context, s *gwState, now time.Time) {
 		}
 		if err != nil {
 			c.obs.Ack("error")
-			c.log.Warn("ack not published; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "outbox", id, "err", err)
+			c.warnUnlessStopping(ctx, "ack not published; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "outbox", id, "err", err)
 			return
 		}
 		s.outboxes[id].fresh = false

@@ -85,7 +85,7 @@ func (c *Consumer) Handle(ctx context.Context, recs []Record) (Result, error) {
 	for _, r := range recs {
 		st, bs, err := c.take(ctx, r)
 		if err != nil {
-			c.log.Warn("record not taken in: the event source retries from it", "record", r.describe(), "err", err)
+			c.warnUnlessStopping(ctx, "record not taken in: the event source retries from it", "record", r.describe(), "err", err)
 			res.BatchItemFailures = []BatchItemFailure{{ItemIdentifier: r.SequenceNumber}}
 			break
 		}
@@ -296,7 +296,7 @@ func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time)
 		return
 	}
 	if err := c.saveState(ctx, s); err != nil {
-		c.log.Warn("gateway state not written; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "err", err)
+		c.warnUnlessStopping(ctx, "gateway state not written; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "err", err)
 	}
 }
 
@@ -308,7 +308,7 @@ func (c *Consumer) finishBowl(ctx context.Context, b *bowlRollup, now time.Time,
 		return
 	}
 	if err := c.writeRollup(ctx, b, now, all); err != nil {
-		c.log.Warn("rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
+		c.warnUnlessStopping(ctx, "rollup not written; kept in memory and tried again", "thing", b.thing, "err", err)
 	}
 }
 
@@ -334,4 +334,17 @@ func (c *Consumer) FlushEvery(ctx context.Context, d time.Duration) {
 			c.FlushDue(ctx)
 		}
 	}
+}
+
+// warnUnlessStopping logs a failed write at warning level, or at debug
+// level when ctx has ended: a write cut short by the process stopping is
+// tried again by the next run (the event source resends what was not
+// checkpointed), so it is no news, and at fleet scale one such line per
+// gateway and bowl would bury the stop in warnings.
+func (c *Consumer) warnUnlessStopping(ctx context.Context, msg string, args ...any) {
+	level := slog.LevelWarn
+	if ctx.Err() != nil {
+		level = slog.LevelDebug
+	}
+	c.log.Log(ctx, level, msg, args...)
 }

@@ -58,7 +58,7 @@ func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
 				}
 				g := DataGap{Thing: name, Lane: wire.KindTelemetry, Outbox: id, FromSeq: h.From, ToSeq: h.To, MissingSince: since.UTC()}
 				if err := c.emitGap(ctx, s.tenant, g); err != nil {
-					c.log.Warn("data gap not raised; tried again at the next call", "tenant", s.tenant, "thing", name, "outbox", id, "from_seq", h.From, "to_seq", h.To, "err", err)
+					c.warnUnlessStopping(ctx, "data gap not raised; tried again at the next call", "tenant", s.tenant, "thing", name, "outbox", id, "from_seq", h.From, "to_seq", h.To, "err", err)
 					return
 				}
 				t.raised = t.raised.add(h.From, h.To)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,6 +152,33 @@ func (i inputsFlag) String() string {
 
 func (i inputsFlag) Set(s string) error { i.f.Inputs = append(i.f.Inputs, s); return nil }
 
+// thingsFlag adds DEVICE=THING pairs to File.Things.
+type thingsFlag struct{ f *File }
+
+func (t thingsFlag) String() string {
+	if t.f == nil {
+		return ""
+	}
+	pairs := make([]string, 0, len(t.f.Things))
+	for dev, thing := range t.f.Things {
+		pairs = append(pairs, dev+"="+thing)
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, ",")
+}
+
+func (t thingsFlag) Set(s string) error {
+	dev, thing, ok := strings.Cut(s, "=")
+	if !ok || dev == "" || thing == "" {
+		return fmt.Errorf("%q: want DEVICE=THING, e.g. bowl-1=gw-1:bowl-1", s)
+	}
+	if t.f.Things == nil {
+		t.f.Things = map[string]string{}
+	}
+	t.f.Things[dev] = thing
+	return nil
+}
+
 type durFlag struct{ d *Duration }
 
 func (v durFlag) String() string {
@@ -208,6 +236,7 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
 	fs.Float64Var(&f.Detect.EmptyG, "detect-empty-g", f.Detect.EmptyG, "food level for bowl.empty in grams (default 5)")
 	fs.Var(inputsFlag{f}, "input", "bowl link, repeatable: serial:/dev/ttyUSB0[@115200] (UART or pty), unix:/run/bowl.sock (dial), listen:/run/bowls.sock (accept many)")
+	fs.Var(thingsFlag{f}, "thing", "DEVICE=THING, repeatable (file: \"things\":{\"DEVICE\":\"THING\"}): the thing name of the bowl whose MCU reports DEVICE in its hello; an unmapped device is <gateway>:<device> when its id has no ':', and refused otherwise; with telemetry wire v2 every THING must be <gateway>:<bowl>")
 	fs.StringVar(&f.StatusAddr, "status-addr", f.StatusAddr, `loopback status endpoint (/healthz, /status, /metrics; no authentication); "off" disables (default 127.0.0.1:9110)`)
 	fs.BoolVar(&f.Insecure.PlainBroker, "insecure-plain-broker", f.Insecure.PlainBroker, "allow a tcp:// (no TLS) broker that is not on loopback; for labs only")
 	fs.BoolVar(&f.Insecure.OpenStatus, "insecure-open-status", f.Insecure.OpenStatus, "allow a --status-addr that is not loopback (the endpoint has no authentication); for labs only")

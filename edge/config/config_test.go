@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,23 @@ func TestInsecureSettingsNeedAnExplicitOptIn(t *testing.T) {
 	}
 	if f, err := Load(path); err != nil || !f.Insecure.OpenStatus || !f.Insecure.PlainBroker {
 		t.Errorf("Load(insecure opt-ins) = %+v, %v; want both set", f.Insecure, err)
+	}
+}
+
+func TestThingFlag(t *testing.T) {
+	var f File
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	Flags(fs, &f)
+	if err := fs.Parse([]string{"--thing", "bowl-1=gw-1:kitchen", "--thing", "bowl-2=gw-1:hall"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.Things["bowl-1"] != "gw-1:kitchen" || f.Things["bowl-2"] != "gw-1:hall" || len(f.Things) != 2 {
+		t.Fatalf("Things = %v; want bowl-1 and bowl-2 mapped", f.Things)
+	}
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	Flags(fs, &f)
+	if err := fs.Parse([]string{"--thing", "bowl-3"}); err == nil || !strings.Contains(err.Error(), "DEVICE=THING") {
+		t.Fatalf("--thing bowl-3 = %v; want an error asking for DEVICE=THING", err)
 	}
 }

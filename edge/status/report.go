@@ -81,9 +81,8 @@ type Disk struct {
 	Path string `json:"path"`
 	// FileBytes is the file's size on the file system.
 	FileBytes int64 `json:"file_bytes"`
-	// FreeBytes is free space inside the file (bbolt's free pages), not on
-	// the disk; FileFreeBytes is the same number under a clearer name.
-	FreeBytes     int64 `json:"free_bytes"`
+	// FileFreeBytes is free space inside the file (bbolt's free pages,
+	// reused before the file grows), not on the disk: that is FSFreeBytes.
 	FileFreeBytes int64 `json:"file_free_bytes"`
 	// FSFreeBytes is the space left on the file system that holds the
 	// file (-1: unknown).
@@ -100,7 +99,7 @@ type Disk struct {
 // stats.
 func DiskFrom(path string, s outbox.Stats) Disk {
 	return Disk{
-		Path: path, FileBytes: s.FileBytes, FreeBytes: s.FreeBytes, FileFreeBytes: s.FreeBytes,
+		Path: path, FileBytes: s.FileBytes, FileFreeBytes: s.FreeBytes,
 		FSFreeBytes: s.Budget.FSFreeBytes, CapBytes: s.MaxBytes,
 		EffectiveMaxBytes: s.Budget.EffectiveMaxBytes, DiskLimited: s.Budget.DiskLimited,
 	}

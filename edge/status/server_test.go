@@ -67,7 +67,7 @@ func TestEndpoints(t *testing.T) {
 func TestDiskFromReportsTheBudget(t *testing.T) {
 	d := DiskFrom("/data/outbox.db", outbox.Stats{FileBytes: 3 << 20, FreeBytes: 4096, MaxBytes: 256 << 20,
 		Budget: outbox.Budget{FileFreeBytes: 4096, FSFreeBytes: 1 << 20, EffectiveMaxBytes: 2 << 20, DiskLimited: true}})
-	want := Disk{Path: "/data/outbox.db", FileBytes: 3 << 20, FreeBytes: 4096, FileFreeBytes: 4096, FSFreeBytes: 1 << 20,
+	want := Disk{Path: "/data/outbox.db", FileBytes: 3 << 20, FileFreeBytes: 4096, FSFreeBytes: 1 << 20,
 		CapBytes: 256 << 20, EffectiveMaxBytes: 2 << 20, DiskLimited: true}
 	if d != want {
 		t.Fatalf("DiskFrom = %+v; want %+v", d, want)
@@ -77,6 +77,10 @@ func TestDiskFromReportsTheBudget(t *testing.T) {
 		if !strings.Contains(string(b), field) {
 			t.Errorf("Disk JSON %s lacks %s", b, field)
 		}
+	}
+	// free_bytes read as free disk space; it was the file's free pages.
+	if strings.Contains(string(b), `"free_bytes"`) {
+		t.Errorf("Disk JSON %s has the ambiguous free_bytes; want file_free_bytes and fs_free_bytes only", b)
 	}
 }
 

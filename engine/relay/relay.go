@@ -260,6 +260,7 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 	more := true           // the last read returned records
 	gone := false
 	var lastRead, lastSave time.Time
+	trimmedAtHorizon := false
 	for failures := 0; ; {
 		if iter == "" && len(b.recs) == 0 {
 			break
@@ -273,9 +274,17 @@ func (r *Relay) readShard(ctx context.Context, shard string) error {
 				}
 				var expired *streamtypes.ExpiredIteratorException
 				var notFound *streamtypes.ResourceNotFoundException
+				var trimmed *streamtypes.TrimmedDataAccessException
 				switch {
 				case errors.As(err, &expired):
 					log.Info("shard iterator expired; renewing after the last record read", "seq", readSeq)
+				case errors.As(err, &trimmed) && readSeq == "" && !trimmedAtHorizon:
+					// Nothing read yet, so the iterator was at the trim
+					// horizon and nothing relayed can be missed: DynamoDB
+					// Local says this of a new, empty shard's first read
+					// (docs/local-stack.md). A repeat still warns below.
+					trimmedAtHorizon = true
+					log.Info("iterator at the trim horizon reported trimmed; renewing it at the horizon", "err", err)
 				case errors.As(err, &notFound):
 					log.Warn("shard is gone", "err", err)
 					iter, gone = "", true

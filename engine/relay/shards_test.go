@@ -290,3 +290,75 @@ func TestUnresolvableRecordIsCountedNotSilent(t *testing.T) {
 		t.Errorf("sent %v, transform failures %d, filtered %d; want [id1 id4], 1, 1", got, obs.failed, obs.filtered)
 	}
 }
+
+// trimmedAt is a stream whose GetRecords answers TrimmedDataAccessException
+// once per shard whose iterator is at the given position ("shard|pos"), the
+// way DynamoDB Local answers the first read of a new, empty shard.
+type trimmedAt struct {
+	*fakeStream
+	iter string
+	done bool
+}
+
+func (s *trimmedAt) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	s.mu.Lock()
+	hit := !s.done && *in.ShardIterator == s.iter
+	if hit {
+		s.done = true
+	}
+	s.mu.Unlock()
+	if hit {
+		return nil, &streamtypes.TrimmedDataAccessException{Message: aws.String("The operation attempted to read past the oldest stream record in a shard.")}
+	}
+	return s.fakeStream.GetRecords(ctx, in, opts...)
+}
+
+// levelCount counts log records at or above Warn.
+type levelCount struct {
+	mu    sync.Mutex
+	warns []string
+}
+
+func (c *levelCount) Enabled(context.Context, slog.Level) bool { return true }
+func (c *levelCount) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		c.mu.Lock()
+		c.warns = append(c.warns, r.Message)
+		c.mu.Unlock()
+	}
+	return nil
+}
+func (c *levelCount) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *levelCount) WithGroup(string) slog.Handler      { return c }
+
+// TestTrimmedAtTheHorizonIsQuiet: a trimmed answer before the shard's
+// first checkpoint (DynamoDB Local's start-up quirk, docs/local-stack.md)
+// renews the iterator without a warning and loses nothing; one after a
+// checkpoint, where records may really be gone, still warns.
+func TestTrimmedAtTheHorizonIsQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		name, iter string
+		wantWarn   bool
+	}{{"before any checkpoint", "s1|0", false}, {"after a checkpoint", "s1|2", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &trimmedAt{fakeStream: &fakeStream{shards: []fakeShard{{id: "s1", seqs: []int{1, 2, 3, 4}}}, expireOnce: map[string]bool{}, firstReadAt: map[string]bool{}}, iter: tt.iter}
+			q := &fakeQueue{}
+			logs := &levelCount{}
+			r, err := New(Config{Pipe: EventsPipe, Streams: s, StreamARN: "arn:stream", Queue: q, QueueURL: "q",
+				Checkpoints: &fakeTable{items: map[string]map[string]types.AttributeValue{}}, CheckpointTable: "inbox",
+				PollInterval: time.Millisecond, ShardRefresh: 5 * time.Millisecond, Logger: slog.New(logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runUntil(t, r, func() bool { return len(q.got()) >= 4 })
+			if got := q.got(); fmt.Sprint(got) != "[id1 id2 id3 id4]" {
+				t.Errorf("sent %v; want [id1 id2 id3 id4]", got)
+			}
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			if s.done != true || (len(logs.warns) > 0) != tt.wantWarn {
+				t.Errorf("trimmed answered %v; warnings %q; want a warning: %v", s.done, logs.warns, tt.wantWarn)
+			}
+		})
+	}
+}

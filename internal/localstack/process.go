@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -22,6 +23,8 @@ type process struct {
 	out      *tailBuffer
 	done     chan struct{}
 	waitErr  error
+	// stopping is set by stop: an exit after it is no death.
+	stopping atomic.Bool
 }
 
 // launch starts cmd in its own process group with a parent-death signal,
@@ -65,6 +68,7 @@ func (p *process) waitReady(ctx context.Context, probe func(context.Context) err
 // stop sends SIGTERM to the child's process group, then SIGKILL after
 // grace, and waits for the child to be reaped.
 func (p *process) stop(grace time.Duration) error {
+	p.stopping.Store(true)
 	select {
 	case <-p.done:
 		return nil

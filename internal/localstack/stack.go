@@ -108,6 +108,7 @@ type Stack struct {
 	mu    sync.Mutex
 	procs []*process
 	mqtt  *mqttbroker.Broker
+	died  chan error
 }
 
 // Start launches the configured services concurrently and returns once each
@@ -116,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Stack{log: cfg.Logger}
+	s := &Stack{log: cfg.Logger, died: make(chan error, len(cfg.Services))}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
@@ -179,7 +180,42 @@ func (s *Stack) add(p *process) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.procs = append(s.procs, p)
+	go func() {
+		<-p.done
+		if p.stopping.Load() {
+			return
+		}
+		err := &ExitError{Name: p.name, Pid: p.cmd.Process.Pid, Endpoint: p.endpoint, Err: p.waitErr, Output: p.out.String()}
+		select {
+		case s.died <- err:
+		default:
+		}
+	}()
 }
+
+// ExitError is an emulator child that exited while the stack ran.
+type ExitError struct {
+	Name     string // "DynamoDB Local", "fauxqs (SQS)", "kinesis-local"
+	Pid      int
+	Endpoint string
+	// Err is how it ended (an *exec.ExitError for a signal or a status).
+	Err error
+	// Output is the tail of what it printed.
+	Output string
+}
+
+func (e *ExitError) Error() string {
+	how := "exited"
+	if e.Err != nil {
+		how = e.Err.Error()
+	}
+	return fmt.Sprintf("emulator %s (pid %d, %s) stopped: %s", e.Name, e.Pid, e.Endpoint, how)
+}
+
+// Died delivers an *ExitError for each emulator child that exits on its
+// own (killed, crashed) while the stack runs; not for children Close
+// stops. A stack that was not started by Start has none.
+func (s *Stack) Died() <-chan error { return s.died }
 
 // Endpoint returns the endpoint of svc, or "" when it is not running.
 func (s *Stack) Endpoint(svc Service) string {

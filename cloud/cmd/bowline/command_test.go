@@ -106,9 +106,12 @@ func TestEmitBadInput(t *testing.T) {
 		{[]string{"--type", "bowl.empty"}, cli.ErrUsage, "--tenant"},
 		{[]string{"--tenant", "t"}, cli.ErrUsage, "--type"},
 		{[]string{"--tenant", "t", "--type", "bowl.empty", "--payload", "{"}, cli.ErrUsage, "not valid JSON"},
-		{[]string{"--tenant", "t", "--type", "bowl.empty", "--payload", "[1]"}, engine.ErrInvalidPayload, "[1]"},
-		{[]string{"--tenant", "t", "--type", "bowl.exploded"}, engine.ErrUnknownType, "bowl.exploded"},
-		{[]string{"--tenant", "a#b", "--type", "bowl.empty"}, engine.ErrInvalidTenant, "a#b"},
+		{[]string{"--tenant", "t", "--type", "bowl.empty", "--payload", "[1]"}, cli.ErrUsage, "not a JSON object"},
+		{[]string{"--tenant", "t", "--type", "bowl.exploded"}, cli.ErrUsage, "bowl.meal_finished"},
+		{[]string{"--tenant", "a#b", "--type", "bowl.empty"}, cli.ErrUsage, "a#b"},
+		{[]string{"--tenant", "t", "--type", "bowl.meal_finished"}, cli.ErrUsage, `missing field "grams_eaten"`},
+		{[]string{"--tenant", "t", "--type", "bowl.meal_finished", "--payload", `{"grams_eaten":12,"duration_s":60,"started_at":"2999-01-01T00:00:00Z","pet_tag":""}`}, cli.ErrUsage, "in the future"},
+		{[]string{"--tenant", "t", "--type", "com.payment_completed", "--payload", `{"order_id":"o1","colour":"red"}`}, cli.ErrUsage, `unknown field "colour"`},
 	}
 	for _, tt := range tests {
 		_, err := run(t, emit, tt.args...)

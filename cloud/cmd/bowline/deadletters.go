@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
@@ -61,8 +62,9 @@ func deadLettersCmd(ctx context.Context, args []string, stdout io.Writer) error 
 			"Lists open dead letters (a DURABLE subscription that went dead for an event, or a device\n"+
 			"message ingest rejected) and poison pills (message bodies that were not events). --source\n"+
 			"ingest lists only ingest's; their KEY is what replay --id takes. Letters expire after 14\n"+
-			"days (docs/dead-letters.md). `replay --help` explains replay. Environment: BOWLINE_STACK\n"+
-			"and the standard AWS SDK variables.")
+			"days (docs/dead-letters.md). `replay --help` explains replay. A --tenant with no chain\n"+
+			"head and no letters is unknown: exit 2, naming the known tenants. Environment:\n"+
+			"BOWLINE_STACK and the standard AWS SDK variables.")
 	tenant := fs.String("tenant", "", "only this tenant's letters")
 	poison := fs.Bool("poison", false, "only poison pills")
 	redriven := fs.Bool("redriven", false, "include letters already redriven or replayed")
@@ -97,6 +99,20 @@ func deadLettersCmd(ctx context.Context, args []string, stdout io.Writer) error 
 	}
 	if err != nil {
 		return err
+	}
+	if *tenant != "" && len(letters) == 0 {
+		// No letters: say so only of a tenant that exists, or a typo
+		// would read as "no dead letters".
+		// Embedding the interface hides BatchGetItem, so the head is one
+		// GetItem, which OperatorRole grants (deploy/cloudformation).
+		v := engine.NewVerifier(struct{ engine.DynamoDB }{stack.DynamoDB}, stack.Names.EventsTable(), 1)
+		heads, err := v.Heads(ctx, []string{*tenant})
+		if err != nil {
+			return err
+		}
+		if !heads[*tenant].Found {
+			return unknownTenantError(ctx, v, stack.Names.Stack, []string{*tenant})
+		}
 	}
 	shown := []deadletter.Letter{}
 	for _, l := range letters {

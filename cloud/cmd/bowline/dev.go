@@ -27,15 +27,26 @@ const (
 )
 
 func runDev(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "fail":
+			return devFailCmd(ctx, args[1:], os.Stdout)
+		case "tamper":
+			return devTamperCmd(ctx, args[1:], os.Stdout)
+		}
+	}
 	fs := cli.NewFlags("bowline dev",
 		"run the whole system locally: emulators, broker, provisioning, services, simulated bowls with edge agents, the web console",
-		"bowline dev [--real-time] [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--rate HZ] [--verbose] [--json]\n\n"+
+		"bowline dev [--real-time] [--bowls N] [--tenants N] [--speed X] [--start HH:MM] [--rate HZ] [--shop-orders N] [--shop-fail-rate R] [--verbose] [--json]\n"+
+			"bowline dev fail <shopify|shipping|notify> <status|ok> [--times N]   (another shell; `dev fail --help`)\n"+
+			"bowline dev tamper --tenant T --seq N   (another shell: rewrite one stored event; `dev tamper --help`)\n\n"+
 			"Starts DynamoDB Local, fauxqs, kinesis-local and an embedded MQTT broker, provisions the\n"+
 			"stack, registers every simulated bowl to its tenant, and runs ingest, both relays, the\n"+
 			"worker with the cloud subscribers, the record-change consumer, the API with the web console\n"+
 			"and fake providers in this process, plus N simulated bowls, each with its own edge agent and\n"+
-			"outbox. Prints the console's one-click login URL first, then one line of live figures every\n"+
-			"--every. Ctrl-C stops all.\n\n"+
+			"outbox. Prints its start-up steps on stderr, then the console's one-click login URL, then\n"+
+			"one line of live figures every --every. Ctrl-C stops all and prints one summary line. When\n"+
+			"an emulator dies, it stops all and exits 1 naming it.\n\n"+
 			"By default the bowls run on a demo clock: from "+demoStart+" UTC at "+demoSpeedText+"x, "+demoRateText+" Hz, with a\n"+
 			"first meal in each bowl at once, so meals, intake records and chains move within the first\n"+
 			"minute whatever the time of day. --real-time runs them on the wall clock instead (speed 1,\n"+
@@ -52,6 +63,8 @@ func runDev(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 0, "simulated time the bowls run (0: until stopped)")
 	start := fs.String("start", demoStart, "simulated UTC time of day the bowls boot, HH:MM, the latest one not after now (\"now\" with --real-time)")
 	every := fs.Duration("every", dev.DefaultEvery, "period of the status line")
+	shopOrders := fs.Float64("shop-orders", 6, "demo shop: orders per simulated hour, each paid through the signed webhook (0: no shop)")
+	shopFail := fs.Float64("shop-fail-rate", 0.25, "demo shop: share of orders (0..1) whose call to one provider, in turn, is refused (400), so the delivery is dead-lettered")
 	dataDir := fs.String("data-dir", "", "directory for the agents' outboxes and the bowls' sockets (default: a temporary one, removed on exit)")
 	jsonOut := fs.Bool("json", false, "print the startup report and the status lines as JSON lines")
 	verboseReport := fs.Bool("verbose", false, "print the whole startup report: endpoints, resources, tokens, the fakes, each agent, the export lines")
@@ -76,6 +89,9 @@ func runDev(ctx context.Context, args []string) error {
 		if !set["start"] {
 			*start = "now"
 		}
+	}
+	if *shopOrders < 0 || *shopOrders > 3600 || *shopFail < 0 || *shopFail > 1 {
+		return fmt.Errorf("%w: --shop-orders %v, --shop-fail-rate %v: want 0 to 3600 orders per simulated hour and a rate of 0 to 1", cli.ErrUsage, *shopOrders, *shopFail)
 	}
 	if *bowls < 0 || *tenants < 1 || *speed <= 0 || *every <= 0 {
 		return fmt.Errorf("%w: --bowls %d, --tenants %d, --speed %v, --every %v: want bowls >= 0, tenants >= 1, speed and every > 0",
@@ -106,7 +122,8 @@ func runDev(ctx context.Context, args []string) error {
 	cfg := dev.Config{
 		Bowls: *bowls, NoBowls: *bowls == 0, Seed: *seed, Speed: *speed, RateHz: *rate, Duration: *duration, Start: startAt,
 		FirstMealAfter: firstMeal, DataDir: *dataDir, APIAddr: settings.Addr, Settings: settings, Every: *every,
-		JSON: *jsonOut, Verbose: *verboseReport, Out: os.Stdout, Logger: log,
+		JSON: *jsonOut, Verbose: *verboseReport, Out: os.Stdout, Progress: os.Stderr, Logger: log,
+		ShopOrdersPerHour: *shopOrders, ShopFailRate: *shopFail,
 	}
 	if len(settings.Tokens) == 0 {
 		cfg.Tenants = dev.DefaultTenantNames(*tenants)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
@@ -24,7 +26,11 @@ func runEmit(ctx context.Context, args []string) error { return emitCmd(ctx, arg
 // prints the first event's id and succeeds without writing.
 func emitCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline emit", emitSummary,
-		"bowline emit --tenant T --type X [--payload JSON] [--idempotency-key K] [--json]")
+		"bowline emit --tenant T --type X [--payload JSON] [--idempotency-key K] [--json]\n\n"+
+			"The event enters the tenant's permanent hash chain, so it is checked first: the type must\n"+
+			"be in the catalog (`bowline catalog`), a device event's payload (bowl.*) must pass the\n"+
+			"rules ingest applies to devices' messages, and any other's must have exactly the\n"+
+			"catalog's fields. Bad input exits 2 naming the field, or listing the valid types.")
 	tenant := fs.String("tenant", "", "tenant to emit for (required)")
 	typ := fs.String("type", "", "declared event type, e.g. bowl.refilled (required; see bowline catalog)")
 	payload := fs.String("payload", "{}", "event payload: a JSON object")
@@ -42,8 +48,13 @@ func emitCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%w: --tenant is required", cli.ErrUsage)
 	case *typ == "":
 		return fmt.Errorf("%w: --type is required", cli.ErrUsage)
+	case !engine.ValidTenant(*tenant):
+		return fmt.Errorf("%w: --tenant %q: want letters, digits, '_', '.', ':' or '-'", cli.ErrUsage, *tenant)
 	case !json.Valid([]byte(*payload)):
 		return fmt.Errorf("%w: --payload %.60q is not valid JSON", cli.ErrUsage, *payload)
+	}
+	if err := checkPayload(catalog.Bowline(), *typ, json.RawMessage(*payload), time.Now()); err != nil {
+		return err
 	}
 	stack, err := openApp(ctx, nil, nil)
 	if err != nil {

@@ -38,6 +38,7 @@ func main() {
 			{Name: "dead-letters", Summary: "list dead letters; replay ingest's (dead-letters replay)", Run: runDeadLetters},
 			{Name: "rule-errors", Summary: "put the topic rules' failed messages back into their streams (rule-errors replay)", Run: runRuleErrors},
 			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: runRedrive},
+			{Name: "order", Summary: orderSummary, Run: runOrder},
 			{Name: "catalog", Summary: "print the event catalog, or check the contract", Run: runCatalog},
 			{Name: "devices", Summary: "manage the device registry (devices register)", Run: runDevices},
 		},

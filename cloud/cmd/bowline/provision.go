@@ -21,6 +21,9 @@ func runProvision(ctx context.Context, args []string) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
 	names, err := resources.FromEnv()
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)

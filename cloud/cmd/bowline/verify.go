@@ -40,7 +40,8 @@ func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error 
 			"a row rewritten with every later hash and the head recomputed is reported as\n"+
 			"anchor_mismatch at the first anchored seq it changed. --all finds tenants through the\n"+
 			"anchors table's registry and every head or event row, so a deleted head hides none.\n"+
-			"Exit status 1 when any chain is broken. docs/chain.md has the rules.")
+			"Exit status 1 when any chain is broken; 2 when a --tenant has no chain head, event or\n"+
+			"anchor (an unknown tenant, named with the known ones). docs/chain.md has the rules.")
 	var tenants multi
 	fs.Var(&tenants, "tenant", "tenant to verify (repeatable)")
 	all := fs.Bool("all", false, "verify every tenant with anchors, a head or an event row")
@@ -62,9 +63,9 @@ func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error 
 		return err
 	}
 	defer stack.Close()
+	verifier := engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize))
 	ledger, err := anchor.New(anchor.Config{
-		Client: stack.DynamoDB, Table: stack.Names.AnchorsTable(),
-		Chains: engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize)),
+		Client: stack.DynamoDB, Table: stack.Names.AnchorsTable(), Chains: verifier,
 	})
 	if err != nil {
 		return err
@@ -76,10 +77,15 @@ func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error 
 	}
 	res := verifyResult{Tenants: []engine.ChainReport{}, Intact: true}
 	broken := 0
+	var unknown []string
 	for _, t := range tenants {
 		rep, err := ledger.Verify(ctx, t)
 		if err != nil {
 			return err
+		}
+		if !*all && emptyChain(rep) {
+			unknown = append(unknown, t)
+			continue
 		}
 		res.Tenants = append(res.Tenants, rep)
 		if !rep.Intact {
@@ -93,6 +99,9 @@ func verifyChainCmd(ctx context.Context, args []string, stdout io.Writer) error 
 				fmt.Fprintf(stdout, "%s: BROKEN at seq %d: %s: %s (%d events checked)\n", t, rep.FirstBadSeq, rep.Reason, rep.Detail, rep.Events)
 			}
 		}
+	}
+	if len(unknown) > 0 {
+		return unknownTenantError(ctx, verifier, stack.Names.Stack, unknown)
 	}
 	if *asJSON {
 		if err := writeJSON(stdout, res); err != nil {

@@ -15,6 +15,8 @@ func app() cli.App {
 		Summary: "the Bowline gateway agent",
 		Commands: []cli.Command{
 			{Name: "run", Summary: "run the gateway agent", Run: runCmd},
+			{Name: "check-config", Summary: checkConfigSummary, Run: runCheckConfig},
+			{Name: "status", Summary: statusSummary, Run: runStatus},
 			{Name: "simulate", Summary: "simulated bowls that speak the firmware protocol", Run: runSimulate},
 		},
 	}

@@ -44,6 +44,7 @@ The config file is JSON with the same options as the flags (flags win):
   {"tenant":"t1","gateway":"gw-1","broker":"ssl://example:8883",
    "tls":{"ca":"ca.pem","cert":"gw.pem","key":"gw.key"},
    "inputs":["serial:/dev/ttyAMA0@115200"],
+   "things":{"bowl-1":"gw-1:kitchen"},
    "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
    "mqtt":{"rate":20,"in_flight":20,"puback_timeout":"20s"},
    "telemetry":{"wire":"v2","rule":"bowline_prod_telemetry",
@@ -81,14 +82,24 @@ func configArg(args []string) (string, bool) {
 	return "", false
 }
 
+// loadFile loads the --config file among args, if any (a zero File
+// otherwise), for config.Flags to bind.
+func loadFile(args []string) (config.File, error) {
+	path, ok := configArg(args)
+	if !ok {
+		return config.File{}, nil
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return config.File{}, fmt.Errorf("%w: %w", cli.ErrUsage, err)
+	}
+	return f, nil
+}
+
 func runCmd(ctx context.Context, args []string) error {
-	var file config.File
-	if path, ok := configArg(args); ok {
-		f, err := config.Load(path)
-		if err != nil {
-			return fmt.Errorf("%w: %w", cli.ErrUsage, err)
-		}
-		file = f
+	file, err := loadFile(args)
+	if err != nil {
+		return err
 	}
 	fs := cli.NewFlags("bowline-edge run", runSummary, runUsage)
 	fs.String("config", "", "JSON config file; flags override its values")

@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/bowline-iot/bowline/edge/config"
 )
 
 // agentCmd returns the test binary re-executed as bowline-edge.
@@ -42,6 +45,52 @@ func TestRunHelpDocumentsEveryOption(t *testing.T) {
 		"-telemetry-wire", "-telemetry-rule", "-telemetry-batch-interval", "-telemetry-ack-timeout", "-events-rule"} {
 		if !strings.Contains(out, opt+" ") && !strings.Contains(out, opt+"\n") {
 			t.Errorf("run --help does not document %s", opt)
+		}
+	}
+}
+
+// configFlags maps every leaf field of the config file (its JSON path) to
+// the flag that sets it: the path with '.' and '_' as '-', except where the
+// flag reads better singular or short.
+func configFlags(t *testing.T) map[string]string {
+	t.Helper()
+	renamed := map[string]string{"outbox.path": "outbox", "inputs": "input", "things": "thing"}
+	flags := map[string]string{}
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				t.Fatalf("config.File field %s%s has no JSON name", prefix, f.Name)
+			}
+			path := prefix + name
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[config.Duration]() {
+				walk(path+".", f.Type)
+				continue
+			}
+			flag, ok := renamed[path]
+			if !ok {
+				flag = strings.NewReplacer(".", "-", "_", "-").Replace(path)
+			}
+			flags[path] = flag
+		}
+	}
+	walk("", reflect.TypeFor[config.File]())
+	return flags
+}
+
+func TestRunHelpDocumentsEveryConfigField(t *testing.T) {
+	code, out := runAgent(t, "run", "--help")
+	if code != 0 {
+		t.Fatalf("run --help exit %d; want 0\n%s", code, out)
+	}
+	flags := configFlags(t)
+	if len(flags) < 30 {
+		t.Fatalf("found %d config fields; want the whole config.File (30 or more)", len(flags))
+	}
+	for path, flag := range flags {
+		if !strings.Contains(out, "-"+flag+" ") && !strings.Contains(out, "-"+flag+"\n") {
+			t.Errorf("run --help documents no flag -%s for the config field %s", flag, path)
 		}
 	}
 }
