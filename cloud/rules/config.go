@@ -48,6 +48,13 @@ type Config struct {
 	// (resources.Names.RuleErrorsQueue). Required.
 	SQS           SQSAPI
 	ErrorQueueURL string
+	// MaxInFlight bounds the messages taken from the broker and not yet
+	// settled (record in Kinesis, error message in the queue, or left for
+	// redelivery); default 1000. A message past it waits in the broker's
+	// session: give the broker a per-client in-flight window of at most
+	// this (Mosquitto's max_inflight_messages), so that it holds them
+	// rather than paho's socket (docs/telemetry-path.md, "The stand-in").
+	MaxInFlight int
 	// SendTimeout bounds one error-queue SendMessage; default 10 s.
 	SendTimeout time.Duration
 	// DrainTimeout bounds how long Run waits, on shutdown, for the records
@@ -63,8 +70,15 @@ type Config struct {
 	Observer Observer
 }
 
-// DefaultMaxAttempts is the Producer's MaxAttempts unless Config sets it.
-const DefaultMaxAttempts = 4
+// Defaults of Config.
+const (
+	// DefaultMaxAttempts is the Producer's MaxAttempts unless Config sets
+	// it.
+	DefaultMaxAttempts = 4
+	// DefaultMaxInFlight is MaxInFlight unless Config sets it: two full
+	// PutRecords calls' worth.
+	DefaultMaxInFlight = 1000
+)
 
 // Validate fills defaults and checks the configuration.
 func (c *Config) Validate() error {
@@ -98,6 +112,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("rules: rule %s given twice", s.Base)
 		}
 		seen[s.Base] = true
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxInFlight < 0 {
+		return fmt.Errorf("rules: MaxInFlight %d: want 1 or more", c.MaxInFlight)
 	}
 	if c.SendTimeout == 0 {
 		c.SendTimeout = 10 * time.Second

@@ -32,6 +32,7 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	clientID := fs.String("client-id", "", "MQTT client id of the persistent session (default bowline-rules-<stack>)")
 	legacy := fs.Bool("legacy-telemetry-v1", true, "run the telemetry_v1 rule too (the template's LegacyTelemetryV1; false after the cut-over)")
 	maxAttempts := fs.Int("max-attempts", rules.DefaultMaxAttempts, "PutRecords attempts of a record before it goes to the error queue")
+	maxInFlight := fs.Int("max-in-flight", rules.DefaultMaxInFlight, "messages taken from the broker and not yet in the stream, at most (set the broker's per-client in-flight window, Mosquitto's max_inflight_messages, to at most this)")
 	linger := fs.Duration("linger", 20*time.Millisecond, "how long a Kinesis batch waits for more records")
 	drain := fs.Duration("drain-timeout", 15*time.Second, "on shutdown, how long records in progress get to reach the stream")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")
@@ -46,6 +47,9 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	}
+	if *maxInFlight < 1 {
+		return fmt.Errorf("%w: --max-in-flight %d: want at least 1", cli.ErrUsage, *maxInFlight)
 	}
 	if *maxAttempts < 1 {
 		return fmt.Errorf("%w: --max-attempts %d: want at least 1", cli.ErrUsage, *maxAttempts)
@@ -72,7 +76,7 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer stack.Close()
 	r, err := stack.Rules(ctx, rules.Config{
-		Broker: *broker, ClientID: *clientID, TLS: tlsCfg, Rules: specs,
+		Broker: *broker, ClientID: *clientID, TLS: tlsCfg, Rules: specs, MaxInFlight: *maxInFlight,
 		Producer:     telemetry.ProducerConfig{Linger: *linger, MaxAttempts: *maxAttempts},
 		DrainTimeout: *drain, Logger: log, Observer: rules.NewMetrics(reg),
 	})
