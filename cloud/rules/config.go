@@ -42,7 +42,10 @@ type Config struct {
 	Stream  string
 	// Producer tunes the Kinesis producer; its Stream and Logger are
 	// filled from here. MaxAttempts defaults to 4 (a record refused four
-	// times goes to the error queue).
+	// times goes to the error queue), MaxInFlight to 2 calls and
+	// CallTimeout to 1 minute (kinesis-local; Validate says why). Records
+	// of several messages share a PutRecords call; each message is still
+	// one record, acknowledged once that record is in.
 	Producer telemetry.ProducerConfig
 	// SQS and ErrorQueueURL are the error action's queue
 	// (resources.Names.RuleErrorsQueue). Required.
@@ -140,6 +143,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Producer.MaxAttempts == 0 {
 		c.Producer.MaxAttempts = DefaultMaxAttempts
+	}
+	// The stand-in writes to kinesis-local, which parses one call at a
+	// time: more calls at once only make each slower, and a call that
+	// times out is still written, so its retry is a duplicate. Two calls
+	// keep it busy; a minute covers a full call on a loaded machine.
+	if c.Producer.MaxInFlight == 0 {
+		c.Producer.MaxInFlight = 2
+	}
+	if c.Producer.CallTimeout == 0 {
+		c.Producer.CallTimeout = time.Minute
 	}
 	if err := c.Producer.Validate(); err != nil {
 		return fmt.Errorf("rules: %w", err)
