@@ -325,6 +325,11 @@ func (r *Runner) connect(ctx context.Context) (mqtt.Client, error) {
 		SetConnectRetryInterval(time.Second).
 		SetMaxReconnectInterval(maxReconnectInterval).
 		SetKeepAlive(30 * time.Second).
+		// While Handle waits for a slot paho reads nothing, PINGRESP
+		// included: give a wait for the oldest Kinesis call (Producer's
+		// CallTimeout) room before paho calls the connection dead, or a
+		// reconnect would bring the whole window back as duplicates.
+		SetPingTimeout(pingTimeout(r.cfg.Producer.CallTimeout)).
 		SetDefaultPublishHandler(func(_ mqtt.Client, m mqtt.Message) {
 			if err := r.Handle(ctx, m.Topic(), m.Payload(), m.Ack); err != nil {
 				r.log.Warn("message not acknowledged; the broker redelivers it on reconnect", "topic", m.Topic(), "err", err)
@@ -373,6 +378,12 @@ func (r *Runner) connect(ctx context.Context) (mqtt.Client, error) {
 		c.Disconnect(0)
 		return nil, fmt.Errorf("rules: connect to %s: %w", r.cfg.Broker, ctx.Err())
 	}
+}
+
+// pingTimeout is how long paho waits for a PINGRESP: a Kinesis call and
+// half a minute, at least paho's default 10 s.
+func pingTimeout(callTimeout time.Duration) time.Duration {
+	return max(10*time.Second, callTimeout+30*time.Second)
 }
 
 // refused reports a filter the broker granted with the failure code 0x80
