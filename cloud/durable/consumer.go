@@ -279,13 +279,33 @@ func (c *Consumer) finish(ctx context.Context, gws []*gwState, bowls []*bowlRoll
 	c.droppedGWs, c.droppedBowls = nil, nil
 	c.mu.Unlock()
 	now := c.cfg.Now()
+	// Each gateway and each bowl is finished under its own lock and
+	// writes its own row: up to finishWorkers at once, so a call of 100
+	// records does not wait for some 250 calls (acks, state and rollup
+	// rows) one after another (docs/telemetry-path.md, "Fleet bench").
+	work := make(chan func())
+	var wg sync.WaitGroup
+	for range min(finishWorkers, len(gws)+len(bowls)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				f()
+			}
+		}()
+	}
 	for _, s := range gws {
-		c.finishGateway(ctx, s, now)
+		work <- func() { c.finishGateway(ctx, s, now) }
 	}
 	for _, b := range bowls {
-		c.finishBowl(ctx, b, now, force)
+		work <- func() { c.finishBowl(ctx, b, now, force) }
 	}
+	close(work)
+	wg.Wait()
 }
+
+// finishWorkers bounds the gateways and bowls finish works on at once.
+const finishWorkers = 8
 
 func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time) {
 	s.mu.Lock()

@@ -44,13 +44,23 @@ type Config struct {
 	// writes (Spec.Stream); a rule not in it writes Stream.
 	Streams map[string]string
 	// Producer tunes the Kinesis producers (one per stream); their Stream
-	// and Logger are filled from here. MaxAttempts defaults to 4 (a record refused four
-	// times goes to the error queue).
+	// and Logger are filled from here. MaxAttempts defaults to 4 (a record
+	// refused four times goes to the error queue), MaxInFlight to 2 calls
+	// and CallTimeout to 1 minute (kinesis-local; Validate says why).
+	// Records of several messages share a PutRecords call; each message is
+	// still one record, acknowledged once that record is in.
 	Producer telemetry.ProducerConfig
 	// SQS and ErrorQueueURL are the error action's queue
 	// (resources.Names.RuleErrorsQueue). Required.
 	SQS           SQSAPI
 	ErrorQueueURL string
+	// MaxInFlight bounds the messages taken from the broker and not yet
+	// settled (record in Kinesis, error message in the queue, or left for
+	// redelivery); default 1000. A message past it waits in the broker's
+	// session: give the broker a per-client in-flight window of at most
+	// this (Mosquitto's max_inflight_messages), so that it holds them
+	// rather than paho's socket (docs/telemetry-path.md, "The stand-in").
+	MaxInFlight int
 	// SendTimeout bounds one error-queue SendMessage; default 10 s.
 	SendTimeout time.Duration
 	// DrainTimeout bounds how long Run waits, on shutdown, for the records
@@ -66,8 +76,15 @@ type Config struct {
 	Observer Observer
 }
 
-// DefaultMaxAttempts is the Producer's MaxAttempts unless Config sets it.
-const DefaultMaxAttempts = 4
+// Defaults of Config.
+const (
+	// DefaultMaxAttempts is the Producer's MaxAttempts unless Config sets
+	// it.
+	DefaultMaxAttempts = 4
+	// DefaultMaxInFlight is MaxInFlight unless Config sets it: two full
+	// PutRecords calls' worth.
+	DefaultMaxInFlight = 1000
+)
 
 // Validate fills defaults and checks the configuration.
 func (c *Config) Validate() error {
@@ -102,6 +119,12 @@ func (c *Config) Validate() error {
 		}
 		seen[s.Base] = true
 	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxInFlight < 0 {
+		return fmt.Errorf("rules: MaxInFlight %d: want 1 or more", c.MaxInFlight)
+	}
 	if c.SendTimeout == 0 {
 		c.SendTimeout = 10 * time.Second
 	}
@@ -123,6 +146,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Producer.MaxAttempts == 0 {
 		c.Producer.MaxAttempts = DefaultMaxAttempts
+	}
+	// The stand-in writes to kinesis-local, which parses one call at a
+	// time: more calls at once only make each slower, and a call that
+	// times out is still written, so its retry is a duplicate. Two calls
+	// keep it busy; a minute covers a full call on a loaded machine.
+	if c.Producer.MaxInFlight == 0 {
+		c.Producer.MaxInFlight = 2
+	}
+	if c.Producer.CallTimeout == 0 {
+		c.Producer.CallTimeout = time.Minute
 	}
 	if err := c.Producer.Validate(); err != nil {
 		return fmt.Errorf("rules: %w", err)

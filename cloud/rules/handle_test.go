@@ -3,8 +3,10 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,4 +194,136 @@ func TestEventsGoToTheEventsStream(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("records by partition key -> stream = %v; want %v", got, want)
 	}
+}
+
+// partialKinesis refuses, in its first call, the records whose partition
+// key is in refuse (a per-entry ErrorCode, as PutRecords reports a partial
+// failure) and accepts every other record. It records every call's keys
+// and, per key, the records it accepted.
+type partialKinesis struct {
+	refuse map[string]bool
+	mu     sync.Mutex
+	calls  [][]string
+	in     map[string][][]byte // accepted records by partition key
+}
+
+func (k *partialKinesis) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	first := len(k.calls) == 0
+	var keys []string
+	out := &kinesis.PutRecordsOutput{Records: make([]ktypes.PutRecordsResultEntry, len(in.Records)), FailedRecordCount: aws.Int32(0)}
+	for i, e := range in.Records {
+		key := aws.ToString(e.PartitionKey)
+		keys = append(keys, key)
+		if first && k.refuse[key] {
+			code := "ProvisionedThroughputExceededException"
+			if i%2 == 1 {
+				code = "InternalFailure"
+			}
+			out.Records[i] = ktypes.PutRecordsResultEntry{ErrorCode: aws.String(code), ErrorMessage: aws.String("refused by the test")}
+			*out.FailedRecordCount++
+			continue
+		}
+		out.Records[i] = ktypes.PutRecordsResultEntry{SequenceNumber: aws.String(fmt.Sprint(len(k.calls), i)), ShardId: aws.String("shardId-000000000000")}
+		k.in[key] = append(k.in[key], e.Data)
+	}
+	k.calls = append(k.calls, keys)
+	return out, nil
+}
+
+func (k *partialKinesis) accepted(key string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.in[key])
+}
+
+// TestPartialPutRecordsFailureRetriesOnlyRefusedRecords: the stand-in puts
+// ten messages' records in one PutRecords call; Kinesis refuses four of
+// them by ErrorCode. Each message is acknowledged once, only after its own
+// record is in; the retry carries the four refused records alone; each
+// message is exactly one record under its own gateway's key; the counts
+// are one evaluation and one action per message, as AWS IoT meters them.
+func TestPartialPutRecordsFailureRetriesOnlyRefusedRecords(t *testing.T) {
+	const n = 10
+	kin := &partialKinesis{refuse: map[string]bool{"gw-1": true, "gw-4": true, "gw-5": true, "gw-8": true}, in: map[string][][]byte{}}
+	pc := telemetryConfig()
+	// One call for all ten: the batch goes when it is full.
+	pc.MaxRecords, pc.Linger = n, time.Hour
+	r, err := New(Config{
+		Broker: "tcp://127.0.0.1:1", Stack: "dev", Kinesis: kin, Stream: "dev-bowline-telemetry",
+		SQS: &memSQS{}, ErrorQueueURL: "http://q/rule-errors",
+		Now:    func() time.Time { return time.UnixMilli(1) },
+		Logger: testkit.Logger(t, slog.LevelError), Producer: pc,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	var mu sync.Mutex
+	acks := map[string]int{}
+	var early []string
+	wantUnits := int64(0)
+	for i := range n {
+		gw := fmt.Sprintf("gw-%d", i)
+		topic := wire.BasicIngestTopic(Telemetry.Name("dev"), wire.Topic{Tenant: "t1", Thing: gw, Kind: wire.KindBatch})
+		payload := make([]byte, 1000*(i+1)) // 1 to 10 kB: one or two units
+		_, inner, _ := wire.SplitBasicIngest(topic)
+		rec, _, err := Telemetry.Evaluate(inner, payload, time.UnixMilli(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantUnits += Units(len(rec))
+		ack := func() {
+			mu.Lock()
+			defer mu.Unlock()
+			acks[gw]++
+			if kin.accepted(gw) == 0 {
+				early = append(early, gw)
+			}
+		}
+		if err := r.Handle(context.Background(), topic, payload, ack); err != nil {
+			t.Fatalf("Handle(%s): %v", topic, err)
+		}
+	}
+	testkit.WaitFor(t, "every message acknowledged", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acks) == n
+	})
+	mu.Lock()
+	for gw, c := range acks {
+		if c != 1 {
+			t.Errorf("%s acknowledged %d times; want 1", gw, c)
+		}
+	}
+	if len(early) > 0 {
+		t.Errorf("acknowledged before their record was in: %v", early)
+	}
+	mu.Unlock()
+	kin.mu.Lock()
+	calls := kin.calls
+	for i := range n {
+		gw := fmt.Sprintf("gw-%d", i)
+		if got := len(kin.in[gw]); got != 1 {
+			t.Errorf("records under key %s = %d; want 1", gw, got)
+		}
+	}
+	kin.mu.Unlock()
+	if len(calls) != 2 || len(calls[0]) != n || !sameKeys(calls[1], []string{"gw-1", "gw-4", "gw-5", "gw-8"}) {
+		t.Errorf("PutRecords calls = %v; want one of all %d records, then one of gw-1, gw-4, gw-5, gw-8", calls, n)
+	}
+	if got := r.Counts()[Telemetry.Base]; got.Evaluations != n || got.Actions != n || got.ActionUnits != wantUnits || got.Errors != 0 {
+		t.Errorf("counts = %+v; want %d evaluations, %d actions of %d units, no error", got, n, n, wantUnits)
+	}
+	if got := r.InFlight(); got != 0 {
+		t.Errorf("InFlight() = %d; want 0", got)
+	}
+}
+
+func sameKeys(got, want []string) bool {
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	return slices.Equal(g, w)
 }

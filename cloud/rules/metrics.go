@@ -20,6 +20,13 @@ type Observer interface {
 	Failed(rule, stage string)
 }
 
+// InFlightObserver is an optional Observer extension: it is told every
+// change of the number of messages in flight (taken from the broker and
+// not yet settled, Runner.InFlight), +1 or -1. Metrics implements it.
+type InFlightObserver interface {
+	InFlight(delta int)
+}
+
 // The stages of Observer.Failed.
 const (
 	StageEvaluate    = "evaluate"
@@ -107,9 +114,13 @@ type Metrics struct {
 	evaluations, evaluationUnits *prometheus.CounterVec
 	actions, actionUnits         *prometheus.CounterVec
 	errors                       *prometheus.CounterVec
+	inFlight                     prometheus.Gauge
 }
 
-var _ Observer = (*Metrics)(nil)
+var (
+	_ Observer         = (*Metrics)(nil)
+	_ InFlightObserver = (*Metrics)(nil)
+)
 
 // NewMetrics registers the metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -120,8 +131,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		actions:         prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "actions_total", Help: "Kinesis records the rules put, by rule."}, []string{"rule"}),
 		actionUnits:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "action_units_total", Help: "Kinesis actions in AWS IoT's 5 KB metering units, by rule."}, []string{"rule"}),
 		errors:          prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "errors_total", Help: "Messages that failed, by rule and stage (evaluate, action: sent to rule-errors, error_action: rule-errors refused it, left unacknowledged)."}, []string{"rule", "stage"}),
+		inFlight:        prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "in_flight_messages", Help: "Messages taken from the broker and not yet settled (at most the stand-in's --max-in-flight)."}),
 	}
-	reg.MustRegister(m.evaluations, m.evaluationUnits, m.actions, m.actionUnits, m.errors)
+	reg.MustRegister(m.evaluations, m.evaluationUnits, m.actions, m.actionUnits, m.errors, m.inFlight)
 	return m
 }
 
@@ -136,3 +148,5 @@ func (m *Metrics) Acted(rule string, bytes int) {
 }
 
 func (m *Metrics) Failed(rule, stage string) { m.errors.WithLabelValues(rule, stage).Inc() }
+
+func (m *Metrics) InFlight(delta int) { m.inFlight.Add(float64(delta)) }

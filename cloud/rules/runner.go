@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,7 +40,12 @@ type Runner struct {
 
 	gate     sync.RWMutex
 	draining bool
+	stopping chan struct{}  // closed when Run starts draining
 	inflight sync.WaitGroup // messages taken and not yet settled
+	// slots holds one token per message in flight: Config.MaxInFlight
+	// bounds it; inFlight is its length, for InFlight and the observers.
+	slots    chan struct{}
+	inFlight atomic.Int64
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -54,6 +60,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{
 		cfg: cfg, log: cfg.Logger, producers: map[string]*telemetry.Producer{},
 		byName: map[string]Spec{}, ready: make(chan struct{}),
+		stopping: make(chan struct{}), slots: make(chan struct{}, cfg.MaxInFlight),
 	}
 	for _, s := range cfg.Rules {
 		stream := r.stream(s)
@@ -90,6 +97,10 @@ func (r *Runner) stream(s Spec) string {
 	return r.cfg.Stream
 }
 
+// InFlight is the number of messages taken from the broker and not yet
+// settled; it never exceeds Config.MaxInFlight.
+func (r *Runner) InFlight() int { return int(r.inFlight.Load()) }
+
 // Counts returns what each rule (by base name) has done so far.
 func (r *Runner) Counts() map[string]Counts { return r.counts.snapshot() }
 
@@ -124,27 +135,31 @@ func (r *Runner) route(topic string) (Spec, string, bool) {
 // called when the message must be delivered again (the producer closed,
 // or the error queue refused it); Handle returns before that is known.
 // It returns an error only when the message was not taken at all.
+//
+// At most Config.MaxInFlight messages are in flight (taken and not yet
+// settled): Handle waits for a free slot first, until ctx ends or Run
+// starts draining. Run's MQTT client calls it on paho's one delivery
+// goroutine, so while Handle waits paho reads nothing more and the broker
+// keeps the rest (docs/telemetry-path.md, "The stand-in").
 func (r *Runner) Handle(ctx context.Context, topic string, payload []byte, ack func()) error {
+	if err := r.take(ctx); err != nil {
+		return fmt.Errorf("rules: %s: %w", topic, err)
+	}
 	r.gate.RLock()
 	if r.draining {
 		r.gate.RUnlock()
-		return errors.New("rules: draining; message left for redelivery")
+		r.release()
+		return fmt.Errorf("rules: %s: %w", topic, errDraining)
 	}
 	r.inflight.Add(1)
 	r.gate.RUnlock()
-	settled := false
-	defer func() {
-		if !settled {
-			r.inflight.Done()
-		}
-	}()
 	spec, inner, ok := r.route(topic)
 	if !ok {
 		// Not a topic of a rule this stand-in runs (a subscription of an
 		// earlier configuration, kept by the persistent session): nothing
 		// would ever take it.
 		r.log.Warn("message on a topic no running rule reads; acknowledged and dropped", "topic", topic)
-		ack()
+		r.settle(ack)
 		return nil
 	}
 	r.each(func(o Observer) { o.Evaluated(spec.Base, len(payload)) })
@@ -154,7 +169,7 @@ func (r *Runner) Handle(ctx context.Context, topic string, payload []byte, ack f
 		// included (docs/telemetry-path.md).
 		r.each(func(o Observer) { o.Failed(spec.Base, StageEvaluate) })
 		r.log.Error("rule evaluation failed; message acknowledged and dropped", "rule", spec.Name(r.cfg.Stack), "topic", topic, "err", err)
-		ack()
+		r.settle(ack)
 		return nil
 	}
 	// done runs on the producer's goroutine and must not block it: the
@@ -163,32 +178,70 @@ func (r *Runner) Handle(ctx context.Context, topic string, payload []byte, ack f
 		switch {
 		case err == nil:
 			r.each(func(o Observer) { o.Acted(spec.Base, len(rec)) })
-			ack()
+			r.settle(ack)
 		case errors.Is(err, telemetry.ErrRetriesExhausted):
-			go func() {
-				defer r.inflight.Done()
-				r.errorAction(spec, topic, payload, err, ack)
-			}()
-			return
+			go r.errorAction(spec, topic, payload, err, ack)
 		default:
 			r.log.Warn("record not put before shutdown; the broker redelivers the message", "rule", spec.Name(r.cfg.Stack), "topic", topic, "err", err)
+			r.settle(nil)
 		}
-		r.inflight.Done()
 	}
 	if err := r.producers[r.stream(spec)].Put(ctx, key, rec, done); err != nil {
 		if errors.Is(err, telemetry.ErrClosed) || ctx.Err() != nil {
+			r.settle(nil)
 			return fmt.Errorf("rules: put %s: %w", topic, err)
 		}
 		// Kinesis would refuse the record (too large): the action fails.
-		settled = true
-		go func() {
-			defer r.inflight.Done()
-			r.errorAction(spec, topic, payload, err, ack)
-		}()
-		return nil
+		go r.errorAction(spec, topic, payload, err, ack)
 	}
-	settled = true
 	return nil
+}
+
+// errDraining: Run is draining and takes no new message.
+var errDraining = errors.New("draining; message left for redelivery")
+
+// take waits for a free in-flight slot.
+func (r *Runner) take(ctx context.Context) error {
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		select {
+		case r.slots <- struct{}{}:
+		case <-r.stopping:
+			return errDraining
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r.inFlight.Add(1)
+	r.eachInFlight(1)
+	return nil
+}
+
+// release frees a slot that take took.
+func (r *Runner) release() {
+	r.inFlight.Add(-1)
+	r.eachInFlight(-1)
+	<-r.slots
+}
+
+// settle ends a message Handle took: its slot is freed first, so the next
+// message can be taken before the broker hears of this one, then ack (nil
+// when the message is left for redelivery) is called.
+func (r *Runner) settle(ack func()) {
+	r.release()
+	if ack != nil {
+		ack()
+	}
+	r.inflight.Done()
+}
+
+func (r *Runner) eachInFlight(delta int) {
+	for _, o := range r.observe {
+		if g, ok := o.(InFlightObserver); ok {
+			g.InFlight(delta)
+		}
+	}
 }
 
 func (r *Runner) each(f func(Observer)) {
@@ -198,7 +251,8 @@ func (r *Runner) each(f func(Observer)) {
 }
 
 // errorAction sends the message's ErrorMessage to the error queue and
-// acknowledges the message once the queue has it.
+// acknowledges the message once the queue has it; either way it settles
+// the message.
 func (r *Runner) errorAction(spec Spec, topic string, payload []byte, cause error, ack func()) {
 	stream := r.stream(spec)
 	msg := ErrorMessage{
@@ -220,11 +274,12 @@ func (r *Runner) errorAction(spec Spec, topic string, payload []byte, cause erro
 	if err != nil {
 		r.each(func(o Observer) { o.Failed(spec.Base, StageErrorAction) })
 		r.log.Error("error action failed; message left unacknowledged for redelivery", "rule", msg.RuleName, "topic", topic, "cause", cause, "err", err)
+		r.settle(nil)
 		return
 	}
 	r.each(func(o Observer) { o.Failed(spec.Base, StageAction) })
 	r.log.Warn("action failed; message sent to the error queue", "rule", msg.RuleName, "topic", topic, "err", cause)
-	ack()
+	r.settle(ack)
 }
 
 // Run connects to the broker, subscribes and handles messages until ctx
@@ -240,7 +295,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	r.gate.Lock()
-	r.draining = true
+	if !r.draining {
+		r.draining = true
+		close(r.stopping)
+	}
 	r.gate.Unlock()
 	drain, cancel := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
 	defer cancel()
@@ -280,12 +338,22 @@ func (r *Runner) connect(ctx context.Context) (mqtt.Client, error) {
 		SetClientID(r.cfg.ClientID).
 		SetCleanSession(false).
 		SetAutoAckDisabled(true).
-		SetOrderMatters(false).
+		// In order: paho calls the handler on its one delivery goroutine,
+		// so a handler waiting for an in-flight slot stops paho reading
+		// and the broker keeps the rest of the session's messages. Out of
+		// order, paho would start a goroutine per message, each holding
+		// its payload while it waits: the unbounded heap this bound is for.
+		SetOrderMatters(true).
 		SetAutoReconnect(true).
 		SetConnectRetry(true).
 		SetConnectRetryInterval(time.Second).
 		SetMaxReconnectInterval(maxReconnectInterval).
 		SetKeepAlive(30 * time.Second).
+		// While Handle waits for a slot paho reads nothing, PINGRESP
+		// included: give a wait for the oldest Kinesis call (Producer's
+		// CallTimeout) room before paho calls the connection dead, or a
+		// reconnect would bring the whole window back as duplicates.
+		SetPingTimeout(pingTimeout(r.cfg.Producer.CallTimeout)).
 		SetDefaultPublishHandler(func(_ mqtt.Client, m mqtt.Message) {
 			if err := r.Handle(ctx, m.Topic(), m.Payload(), m.Ack); err != nil {
 				r.log.Warn("message not acknowledged; the broker redelivers it on reconnect", "topic", m.Topic(), "err", err)
@@ -334,6 +402,12 @@ func (r *Runner) connect(ctx context.Context) (mqtt.Client, error) {
 		c.Disconnect(0)
 		return nil, fmt.Errorf("rules: connect to %s: %w", r.cfg.Broker, ctx.Err())
 	}
+}
+
+// pingTimeout is how long paho waits for a PINGRESP: a Kinesis call and
+// half a minute, at least paho's default 10 s.
+func pingTimeout(callTimeout time.Duration) time.Duration {
+	return max(10*time.Second, callTimeout+30*time.Second)
 }
 
 // refused reports a filter the broker granted with the failure code 0x80

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/cloud/telemetry"
@@ -82,10 +84,11 @@ func newEnv(t *testing.T) env {
 
 var fixedNow = time.UnixMilli(1764633600123)
 
-// start runs a Runner as clientID until the returned stop is called.
-func (e env) start(t *testing.T, url, clientID string, kin telemetry.KinesisAPI) (*rules.Runner, func()) {
+// start runs a Runner as clientID until the returned stop is called; opts
+// change its configuration.
+func (e env) start(t *testing.T, url, clientID string, kin telemetry.KinesisAPI, opts ...func(*rules.Config)) (*rules.Runner, func()) {
 	t.Helper()
-	r, err := rules.New(rules.Config{
+	cfg := rules.Config{
 		Broker: url, ClientID: clientID, Stack: e.stack,
 		Kinesis: kin, Stream: e.stream, SQS: e.sqs, ErrorQueueURL: e.errorsURL,
 		Producer: telemetry.ProducerConfig{
@@ -95,7 +98,11 @@ func (e env) start(t *testing.T, url, clientID string, kin telemetry.KinesisAPI)
 		DrainTimeout: 200 * time.Millisecond,
 		Now:          func() time.Time { return fixedNow },
 		Logger:       testkit.Logger(t, slog.LevelWarn),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	r, err := rules.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +315,125 @@ func TestRefusedRecordGoesToErrorQueue(t *testing.T) {
 	if c := next.Counts()[rules.Telemetry.Base]; c.Evaluations != 0 {
 		t.Errorf("successor evaluated %d messages; want 0 (the error action acknowledged it)", c.Evaluations)
 	}
+}
+
+// gatedKinesis passes PutRecords to Kinesis once open is closed; until then
+// every call waits.
+type gatedKinesis struct {
+	telemetry.KinesisAPI
+	open    chan struct{}
+	waiting atomic.Int64
+}
+
+func (g *gatedKinesis) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.KinesisAPI.PutRecords(ctx, in, opts...)
+}
+
+// peakObserver is the stand-in's Metrics, and keeps the highest number of
+// messages in flight it was told of.
+type peakObserver struct {
+	*rules.Metrics
+	mu        sync.Mutex
+	cur, peak int
+}
+
+func (p *peakObserver) InFlight(delta int) {
+	p.Metrics.InFlight(delta)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur += delta
+	p.peak = max(p.peak, p.cur)
+}
+
+func (p *peakObserver) get() (cur, peak int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur, p.peak
+}
+
+// TestSlowKinesisHoldsInFlightAtTheBound, on each broker: while Kinesis
+// takes nothing, the stand-in takes MaxInFlight messages and no more (the
+// broker keeps the rest, its in-flight window unbounded); once Kinesis
+// takes records, every message published reaches the stream once, and
+// the in-flight gauge is back at 0.
+func TestSlowKinesisHoldsInFlightAtTheBound(t *testing.T) {
+	const bound, messages = 5, 60
+	for _, b := range brokers {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t)
+			url := b.start(t)
+			tenant := unique("t")
+			kin := &gatedKinesis{KinesisAPI: e.kin, open: make(chan struct{})}
+			reg := prometheus.NewRegistry()
+			obs := &peakObserver{Metrics: rules.NewMetrics(reg)}
+			r, stop := e.start(t, url, unique("rules"), kin, func(c *rules.Config) {
+				c.MaxInFlight, c.Observer = bound, obs
+				// Calls wait at the gate for as long as the test needs.
+				c.Producer.CallTimeout = time.Minute
+			})
+			pub := paho.NewClient(paho.NewClientOptions().AddBroker(url).SetClientID(unique("pub")).SetAutoReconnect(false))
+			if tok := pub.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+				t.Fatalf("connect publisher: %v", tok.Error())
+			}
+			defer pub.Disconnect(100)
+			for i := range messages {
+				topic := wire.BasicIngestTopic(rules.Telemetry.Name(e.stack), wire.Topic{Tenant: tenant, Thing: fmt.Sprintf("gw-%d", i), Kind: wire.KindBatch})
+				// 8 KiB each, so the stand-in's socket holds few of them.
+				payload := make([]byte, 8<<10)
+				payload[0] = byte(i)
+				if tok := pub.Publish(topic, 1, false, payload); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+					t.Fatalf("publish %s: %v", topic, tok.Error())
+				}
+			}
+			testkit.WaitFor(t, fmt.Sprintf("%d messages in flight and a PutRecords waiting", bound), 10*time.Second, func() bool {
+				cur, _ := obs.get()
+				return cur == bound && kin.waiting.Load() > 0
+			})
+			if got := gauge(t, reg, "bowline_rules_in_flight_messages"); got != bound {
+				t.Errorf("bowline_rules_in_flight_messages = %v while Kinesis waits; want %d", got, bound)
+			}
+			close(kin.open)
+			testkit.WaitFor(t, fmt.Sprintf("%d actions", messages), 30*time.Second, func() bool {
+				return r.Counts()[rules.Telemetry.Base].Actions == messages
+			})
+			stop()
+			if _, peak := obs.get(); peak > bound {
+				t.Errorf("peak messages in flight = %d; want at most %d", peak, bound)
+			}
+			if got := r.InFlight(); got != 0 {
+				t.Errorf("InFlight() = %d after every record is in; want 0", got)
+			}
+			if got := gauge(t, reg, "bowline_rules_in_flight_messages"); got != 0 {
+				t.Errorf("bowline_rules_in_flight_messages = %v at the end; want 0", got)
+			}
+			if got := len(e.records(t, tenant)); got != messages {
+				t.Errorf("stream holds %d distinct records of tenant %s; want %d", got, tenant, messages)
+			}
+		})
+	}
+}
+
+// gauge reads one unlabelled gauge of reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
 
 // TestUnits: AWS IoT meters in 5 KB increments.

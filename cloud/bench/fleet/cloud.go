@@ -52,6 +52,7 @@ type cloud struct {
 	kin    *ageKinesis
 	lag    *lagRecorder
 	obs    *consumerCounts
+	flight *inFlightPeak
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -63,7 +64,7 @@ type cloud struct {
 // startCloud starts everything but the gateways and registers their
 // things.
 func startCloud(ctx context.Context, cfg config, log *slog.Logger) (*cloud, error) {
-	c := &cloud{lag: &lagRecorder{}, obs: &consumerCounts{}}
+	c := &cloud{lag: &lagRecorder{}, obs: &consumerCounts{}, flight: &inFlightPeak{}}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	ok := false
@@ -106,7 +107,11 @@ func startCloud(ctx context.Context, cfg config, log *slog.Logger) (*cloud, erro
 		// Saving 10k sessions every second would be most of the broker's
 		// work; a crash is not what this bench measures.
 		AutosaveInterval: 30 * time.Second,
-		Extra:            []string{"max_connections -1", "max_keepalive 65535", "set_tcp_nodelay true"}})
+		Extra: []string{"max_connections -1", "max_keepalive 65535", "set_tcp_nodelay true",
+			// The stand-in's window: past it Mosquitto queues the rule's
+			// messages in the session (max_queued_messages 0: unbounded)
+			// instead of pushing them into the stand-in's socket.
+			"max_inflight_messages " + strconv.Itoa(cfg.RulesInFlight)}})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +143,8 @@ func startCloud(ctx context.Context, cfg config, log *slog.Logger) (*cloud, erro
 	})
 
 	// The rules stand-in: Basic Ingest publishes -> Kinesis.
-	c.rules, err = c.app.Rules(ctx, rules.Config{Broker: c.broker.URL(), ClientID: "bowline-fleet-rules", Logger: log.With("part", "rules")})
+	c.rules, err = c.app.Rules(ctx, rules.Config{Broker: c.broker.URL(), ClientID: "bowline-fleet-rules", MaxInFlight: cfg.RulesInFlight,
+		Observer: c.flight, Logger: log.With("part", "rules")})
 	if err != nil {
 		return nil, err
 	}
@@ -350,4 +356,30 @@ func (k *ageKinesis) behind(since time.Time) (recent, worst time.Duration) {
 		}
 	}
 	return recent, worst
+}
+
+// inFlightPeak keeps the rules stand-in's highest number of messages in
+// flight (rules.InFlightObserver).
+type inFlightPeak struct {
+	mu        sync.Mutex
+	cur, peak int
+}
+
+var _ rules.InFlightObserver = (*inFlightPeak)(nil)
+
+func (p *inFlightPeak) Evaluated(string, int) {}
+func (p *inFlightPeak) Acted(string, int)     {}
+func (p *inFlightPeak) Failed(string, string) {}
+
+func (p *inFlightPeak) InFlight(delta int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur += delta
+	p.peak = max(p.peak, p.cur)
+}
+
+func (p *inFlightPeak) get() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peak
 }

@@ -65,6 +65,9 @@ func TestShortFleet(t *testing.T) {
 			t.Errorf("%s = %d; want %d", ch.name, ch.got, ch.want)
 		}
 	}
+	if r.RulesPeakInFlight < 1 || r.RulesPeakInFlight > r.Config.RulesInFlight {
+		t.Errorf("rules stand-in peak in flight = %d; want 1..%d", r.RulesPeakInFlight, r.Config.RulesInFlight)
+	}
 	if f.Published == 0 || f.Pubacked != f.Published {
 		t.Errorf("batches PUBACKed = %d of %d published; want all, and some", f.Pubacked, f.Published)
 	}

@@ -29,6 +29,8 @@ import (
 	"runtime/pprof"
 	"syscall"
 	"time"
+
+	"github.com/bowline-iot/bowline/cloud/rules"
 )
 
 // config is one run's shape.
@@ -42,6 +44,9 @@ type config struct {
 	Drain           time.Duration
 	SampleHz        float64
 	Shards          int
+	// RulesInFlight is the rules stand-in's MaxInFlight and Mosquitto's
+	// max_inflight_messages.
+	RulesInFlight int
 }
 
 func main() {
@@ -63,7 +68,8 @@ func main() {
 	fs.DurationVar(&cfg.AckTimeout, "ack-timeout", 0, "how long a gateway waits for an ack before it sends a batch again (default 2 x ack-every + 30s)")
 	fs.DurationVar(&cfg.Drain, "drain", 0, "after the last batch, how long to wait at most for the last acks (default ack-every + 1m)")
 	fs.Float64Var(&cfg.SampleHz, "sample-hz", 50, "each bowl's sample rate (weight_g)")
-	fs.IntVar(&cfg.Shards, "shards", 4, "shards of the telemetry stream")
+	fs.IntVar(&cfg.Shards, "shards", 16, "shards of the telemetry stream (at least 4; kinesis-local's PutRecords costs grow with the records already in a shard, docs/telemetry-path.md)")
+	fs.IntVar(&cfg.RulesInFlight, "rules-in-flight", rules.DefaultMaxInFlight, "messages the rules stand-in takes before their records are in the stream (its MaxInFlight, and Mosquitto's max_inflight_messages, so the broker holds the rest)")
 	out := fs.String("out", ".bench", "folder for fleet.txt and fleet.json (empty: none)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log the parts' info messages")
@@ -80,8 +86,8 @@ func main() {
 	if cfg.Drain == 0 {
 		cfg.Drain = cfg.AckEvery + time.Minute
 	}
-	if cfg.Gateways < 1 || cfg.BowlsPerGateway < 1 || cfg.Duration <= 0 || cfg.Interval <= 0 || cfg.AckEvery <= 0 || cfg.SampleHz <= 0 || cfg.Shards < 1 {
-		fmt.Fprintln(os.Stderr, "bench fleet: --gateways, --duration, --interval, --ack-every, --sample-hz and --shards must be positive, --bowls-per-gateway at least 1")
+	if cfg.Gateways < 1 || cfg.BowlsPerGateway < 1 || cfg.Duration <= 0 || cfg.Interval <= 0 || cfg.AckEvery <= 0 || cfg.SampleHz <= 0 || cfg.Shards < 4 || cfg.RulesInFlight < 1 {
+		fmt.Fprintln(os.Stderr, "bench fleet: --gateways, --duration, --interval, --ack-every, --sample-hz and --rules-in-flight must be positive, --bowls-per-gateway at least 1, --shards at least 4")
 		os.Exit(2)
 	}
 	if *verbose {

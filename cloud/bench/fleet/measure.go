@@ -28,6 +28,9 @@ type report struct {
 	// Consumer and Rules are what the cloud parts counted.
 	Consumer consumerReport
 	Rules    rules.Counts
+	// RulesPeakInFlight is the most messages the rules stand-in held at
+	// once (at most Config.RulesInFlight).
+	RulesPeakInFlight int
 	// RuleErrors and ConsumerDLQ are the depths of the two failure queues
 	// at the end.
 	RuleErrors, ConsumerDLQ int
@@ -102,6 +105,7 @@ func measure(ctx context.Context, cfg config, log *slog.Logger) (report, error) 
 	r.Consumer.LagP50, r.Consumer.LagP99, r.Consumer.LagMax, handled, r.Consumer.IteratorAgeAtEnd = c.lag.summary(since)
 	r.Consumer.RecordsHandled = int64(handled)
 	r.Consumer.BehindAtEnd, r.Consumer.BehindMax = c.kin.behind(since)
+	r.RulesPeakInFlight = c.flight.get()
 	for _, n := range c.rules.Counts() {
 		r.Rules.Evaluations += n.Evaluations
 		r.Rules.EvaluationUnits += n.EvaluationUnits

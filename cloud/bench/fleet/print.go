@@ -32,6 +32,7 @@ func printReport(w io.Writer, r report) {
 	row("consumer lag p50", k.LagP50.Round(time.Millisecond), fmt.Sprintf("arrival in stream to handled; p99 %v, max %v", k.LagP99.Round(time.Millisecond), k.LagMax.Round(time.Millisecond)))
 	row("iterator age at end", k.IteratorAgeAtEnd.Round(time.Millisecond), fmt.Sprintf("age of the oldest record in a batch handled in the last 30 s of publishing; MillisBehindLatest then %v, worst %v (kinesis-local may always say 0)", k.BehindAtEnd, k.BehindMax))
 	row("rule evaluations", r.Rules.Evaluations, fmt.Sprintf("%d actions, %d errors, %d evaluation errors", r.Rules.Actions, r.Rules.Errors, r.Rules.EvaluationErrors))
+	row("rules stand-in peak in flight", r.RulesPeakInFlight, fmt.Sprintf("messages at once, bound %d", cfg.RulesInFlight))
 	row("rule-errors depth", r.RuleErrors, "")
 	row("telemetry-consumer-dlq depth", r.ConsumerDLQ, "")
 	row("gateway connection losses", f.Lost, "")

@@ -35,6 +35,7 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	legacy := fs.Bool("legacy-telemetry-v1", true, "run the telemetry_v1 rule too (the template's LegacyTelemetryV1; false after the cut-over)")
 	legacyEvents := fs.Bool("legacy-events-v1", true, "take v1 events published through the broker on dt/bowline/+/+/events too (false after the events cut-over, docs/events-path.md)")
 	maxAttempts := fs.Int("max-attempts", rules.DefaultMaxAttempts, "PutRecords attempts of a record before it goes to the error queue")
+	maxInFlight := fs.Int("max-in-flight", rules.DefaultMaxInFlight, "messages taken from the broker and not yet in the stream, at most (set the broker's per-client in-flight window, Mosquitto's max_inflight_messages, to at most this)")
 	linger := fs.Duration("linger", 20*time.Millisecond, "how long a Kinesis batch waits for more records")
 	drain := fs.Duration("drain-timeout", 15*time.Second, "on shutdown, how long records in progress get to reach the stream")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (off when empty)")
@@ -52,6 +53,9 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := keyIsAPath(tlsFiles.Key); err != nil {
 		return err
+	}
+	if *maxInFlight < 1 {
+		return fmt.Errorf("%w: --max-in-flight %d: want at least 1", cli.ErrUsage, *maxInFlight)
 	}
 	if *maxAttempts < 1 {
 		return fmt.Errorf("%w: --max-attempts %d: want at least 1", cli.ErrUsage, *maxAttempts)
@@ -81,7 +85,7 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer stack.Close()
 	r, err := stack.Rules(ctx, rules.Config{
-		Broker: *broker, ClientID: *clientID, TLS: tlsCfg, Rules: specs,
+		Broker: *broker, ClientID: *clientID, TLS: tlsCfg, Rules: specs, MaxInFlight: *maxInFlight,
 		Producer:     telemetry.ProducerConfig{Linger: *linger, MaxAttempts: *maxAttempts},
 		DrainTimeout: *drain, Logger: log, Observer: rules.NewMetrics(reg),
 	})
