@@ -26,6 +26,10 @@ import (
 // deploy/cloudformation/bowline.yaml (TelemetryConsumer, arm64).
 const lambdaMemoryMB = 512
 
+// ingestMemoryMB is the events consumer's MemorySize in
+// deploy/cloudformation/bowline.yaml (IngestFunction, arm64).
+const ingestMemoryMB = 512
+
 // lambdaFullCPUMB is the memory at which Lambda gives a function one full
 // vCPU; below it the CPU share is memory / lambdaFullCPUMB (AWS Lambda's
 // memory and computing power documentation).

@@ -86,7 +86,8 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	model := pricing.Model{Kinesis: *kinesisMode, PeakFactor: *peak, RetentionHours: resources.TelemetryRetentionHours,
-		ParallelizationFactor: eventsource.TelemetryConsumer.ParallelizationFactor}
+		ParallelizationFactor: eventsource.TelemetryConsumer.ParallelizationFactor,
+		EventsRetentionHours:  resources.EventsRetentionHours, EventsParallelizationFactor: eventsource.EventsConsumer.ParallelizationFactor}
 	var r report
 	if *design {
 		r = report{Source: "from the design's fixed counts (assumptions, not a measurement)", Counts: designCounts(),
