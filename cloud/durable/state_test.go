@@ -268,7 +268,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("Validate of an empty Config = nil; want ErrConfig")
 	}
 	d := DefaultConfig()
-	if d.AckEvery != 20*time.Minute || d.GapGrace != 30*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
+	if d.AckEvery != 30*time.Minute || d.GapGrace != 45*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
 		t.Errorf("DefaultConfig = %+v", d)
 	}
 }
