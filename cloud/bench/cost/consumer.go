@@ -24,7 +24,7 @@ import (
 
 // lambdaMemoryMB is the consumer function's MemorySize in
 // deploy/cloudformation/bowline.yaml (TelemetryConsumer, arm64).
-const lambdaMemoryMB = 512
+const lambdaMemoryMB = 256
 
 // ingestMemoryMB is the events consumer's MemorySize in
 // deploy/cloudformation/bowline.yaml (IngestFunction, arm64).
