@@ -50,7 +50,18 @@ type Event struct {
 	// the first event (cloud ingest uses "<thing>/<event id>", `bowline
 	// emit` its --idempotency-key flag).
 	IdempotencyKey string
+	// Fingerprint, with an IdempotencyKey, is kept on the key's dedup row
+	// (at most MaxFingerprintBytes): a later emit with the key fails with
+	// a *DuplicateError carrying the first emit's Fingerprint, so the
+	// caller can tell a repeat of an event from another event reusing
+	// the key without a row of its own (cloud ingest keeps a payload
+	// digest here). Ignored without an IdempotencyKey.
+	Fingerprint string
 }
+
+// MaxFingerprintBytes bounds Event.Fingerprint, so the dedup row stays
+// one write unit.
+const MaxFingerprintBytes = 256
 
 // Emit emits one event of type typ with payload, committing writes in the
 // same transaction. The tenant, correlation id and actor come from ctx. See
@@ -94,6 +105,9 @@ func (e *Engine) emit(ctx context.Context, tenant string, ev Event) (Envelope, e
 	if len(canon) > e.cfg.MaxPayloadBytes {
 		return Envelope{}, fmt.Errorf("%w: %d bytes of canonical JSON; at most %d", ErrPayloadTooLarge, len(canon), e.cfg.MaxPayloadBytes)
 	}
+	if len(ev.Fingerprint) > MaxFingerprintBytes {
+		return Envelope{}, fmt.Errorf("%w: fingerprint of %d bytes; at most %d", ErrInvalidPayload, len(ev.Fingerprint), MaxFingerprintBytes)
+	}
 	maxWrites := MaxWritesPerEvent
 	if ev.IdempotencyKey == "" {
 		maxWrites++
@@ -127,11 +141,11 @@ func (e *Engine) emit(ctx context.Context, tenant string, ev Event) (Envelope, e
 		env.Actor = DefaultActor
 	}
 	if ev.IdempotencyKey != "" {
-		if id, found, err := e.dedupLookup(ctx, tenant, ev.IdempotencyKey); err != nil {
+		if id, fp, found, err := e.dedupLookup(ctx, tenant, ev.IdempotencyKey); err != nil {
 			return Envelope{}, err
 		} else if found {
 			env.ID = id
-			return env, &DuplicateError{Key: ev.IdempotencyKey, EventID: id}
+			return env, &DuplicateError{Key: ev.IdempotencyKey, EventID: id, Fingerprint: fp}
 		}
 	}
 	for _, s := range Match(e.cfg.Catalog.Subscriptions, Inline, env.Type) {
@@ -143,7 +157,7 @@ func (e *Engine) emit(ctx context.Context, tenant string, ev Event) (Envelope, e
 		}
 	}
 
-	req := &request{ctx: ctx, env: env, writes: ev.Writes, key: ev.IdempotencyKey, items: writeItems(ev.Writes), size: size, done: make(chan struct{})}
+	req := &request{ctx: ctx, env: env, writes: ev.Writes, key: ev.IdempotencyKey, fingerprint: ev.Fingerprint, items: writeItems(ev.Writes), size: size, done: make(chan struct{})}
 	if err := e.submit(ctx, req); err != nil {
 		if dup := (*DuplicateError)(nil); errors.As(err, &dup) {
 			env.ID = dup.EventID
@@ -177,22 +191,26 @@ func (e *Engine) runLocal(env Envelope) {
 	}
 }
 
-// dedupLookup returns the event id an idempotency key already produced.
-func (e *Engine) dedupLookup(ctx context.Context, tenant, key string) (string, bool, error) {
+// dedupLookup returns the event id an idempotency key already produced,
+// and the fingerprint it was emitted with.
+func (e *Engine) dedupLookup(ctx context.Context, tenant, key string) (id, fingerprint string, found bool, err error) {
 	out, err := e.cfg.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(e.cfg.InboxTable),
 		Key:            dedupKey(tenant, key),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("idempotency key %q: read %s: %w", key, e.cfg.InboxTable, unavailable(err))
+		return "", "", false, fmt.Errorf("idempotency key %q: read %s: %w", key, e.cfg.InboxTable, unavailable(err))
 	}
 	if out.Item == nil {
-		return "", false, nil
+		return "", "", false, nil
 	}
-	id, _ := out.Item[AttrEventID].(*types.AttributeValueMemberS)
-	if id == nil {
-		return "", false, fmt.Errorf("idempotency key %q: dedup row in %s has no %s", key, e.cfg.InboxTable, AttrEventID)
+	v, _ := out.Item[AttrEventID].(*types.AttributeValueMemberS)
+	if v == nil {
+		return "", "", false, fmt.Errorf("idempotency key %q: dedup row in %s has no %s", key, e.cfg.InboxTable, AttrEventID)
 	}
-	return id.Value, true, nil
+	if f, ok := out.Item[AttrFingerprint].(*types.AttributeValueMemberS); ok {
+		fingerprint = f.Value
+	}
+	return v.Value, fingerprint, true, nil
 }

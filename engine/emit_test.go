@@ -45,7 +45,7 @@ func TestEmitIdempotencyKey(t *testing.T) {
 	f := newFixture(t, testCatalog(), nil)
 	tenant := newTenant(t)
 	ctx := ctxFor(t, tenant)
-	ev := engine.Event{Type: "bowl.meal_finished", Payload: `{"grams_eaten":12}`, IdempotencyKey: "bowl-1:ev-1"}
+	ev := engine.Event{Type: "bowl.meal_finished", Payload: `{"grams_eaten":12}`, IdempotencyKey: "bowl-1:ev-1", Fingerprint: "digest-1"}
 	first, err := f.engine.EmitEvent(ctx, ev)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,16 @@ func TestEmitIdempotencyKey(t *testing.T) {
 		var dup *engine.DuplicateError
 		if !errors.As(err, &dup) || dup.EventID != first.ID || ids[i] != first.ID {
 			t.Errorf("repeat %d = id %s, %v; want a duplicate of %s", i, ids[i], err, first.ID)
+		} else if dup.Fingerprint != "digest-1" {
+			t.Errorf("repeat %d: fingerprint %q; want the first emit's %q", i, dup.Fingerprint, "digest-1")
 		}
+	}
+	// A repeat with another fingerprint learns the first one.
+	other := ev
+	other.Fingerprint = "digest-2"
+	var dup *engine.DuplicateError
+	if _, err := f.engine.EmitEvent(ctx, other); !errors.As(err, &dup) || dup.Fingerprint != "digest-1" {
+		t.Errorf("repeat with another fingerprint = %v; want a duplicate with fingerprint %q", err, "digest-1")
 	}
 	if got := f.events(t, tenant); len(got) != 1 {
 		t.Errorf("log has %d events after repeats; want 1", len(got))
@@ -85,7 +94,7 @@ func TestEmitIdempotencyKeyAcrossEngines(t *testing.T) {
 	g := newFixture(t, testCatalog(), nil)
 	tenant := newTenant(t)
 	ctx := ctxFor(t, tenant)
-	ev := engine.Event{Type: "bowl.refilled", Payload: map[string]any{"grams_added": 100}, IdempotencyKey: "k"}
+	ev := engine.Event{Type: "bowl.refilled", Payload: map[string]any{"grams_added": 100}, IdempotencyKey: "k", Fingerprint: "f"}
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -107,6 +116,12 @@ func TestEmitIdempotencyKeyAcrossEngines(t *testing.T) {
 			ok++
 		case !errors.Is(err, engine.ErrDuplicate):
 			t.Errorf("emit %d: %v; want nil or a duplicate", i, err)
+		default:
+			// Found before the transaction or by its failed condition,
+			// the duplicate names the first emit's fingerprint.
+			if dup := (*engine.DuplicateError)(nil); errors.As(err, &dup) && dup.Fingerprint != "f" {
+				t.Errorf("emit %d: duplicate with fingerprint %q; want %q", i, dup.Fingerprint, "f")
+			}
 		}
 	}
 	if got := f.events(t, tenant); ok != 1 || len(got) != 1 {

@@ -91,6 +91,9 @@ type DuplicateError struct {
 	Key string
 	// EventID is the ID of the event the key first produced.
 	EventID string
+	// Fingerprint is the first emit's Event.Fingerprint ("" if it had
+	// none).
+	Fingerprint string
 }
 
 func (e *DuplicateError) Error() string {

@@ -30,11 +30,13 @@ type request struct {
 	env    Envelope
 	writes []Write
 	key    string
-	items  []string // writeItems(writes)
-	size   int
-	done   chan struct{}
-	err    error
-	taken  bool // guarded by tenantLog.mu: the committer owns it now
+	// fingerprint goes on the dedup row (Event.Fingerprint).
+	fingerprint string
+	items       []string // writeItems(writes)
+	size        int
+	done        chan struct{}
+	err         error
+	taken       bool // guarded by tenantLog.mu: the committer owns it now
 }
 
 func (r *request) finish(err error) {
@@ -390,15 +392,18 @@ func (e *Engine) cancelled(tl *tenantLog, group []*request, at *attempt, tce *ty
 		case code == "ConditionalCheckFailed" && (p.kind == partHead || p.kind == partEvent):
 			headMoved = true
 		case code == "ConditionalCheckFailed" && p.kind == partDedup:
-			id := ""
+			id, fp := "", ""
 			if v, ok := r.Item[AttrEventID].(*types.AttributeValueMemberS); ok {
 				id = v.Value
+				if f, ok := r.Item[AttrFingerprint].(*types.AttributeValueMemberS); ok {
+					fp = f.Value
+				}
 			} else {
 				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.CallTimeout)
-				id, _, _ = e.dedupLookup(ctx, tl.tenant, group[p.req].key)
+				id, fp, _, _ = e.dedupLookup(ctx, tl.tenant, group[p.req].key)
 				cancel()
 			}
-			failed[p.req] = &DuplicateError{Key: group[p.req].key, EventID: id}
+			failed[p.req] = &DuplicateError{Key: group[p.req].key, EventID: id, Fingerprint: fp}
 		case code == "ConditionalCheckFailed" && p.kind == partWrite:
 			failed[p.req] = &ConditionFailedError{Write: p.write, Table: writeTable(group[p.req].writes[p.write]), Message: aws.ToString(r.Message)}
 		case code == "TransactionConflict":
@@ -592,16 +597,20 @@ func (e *Engine) build(tl *tenantLog, group []*request) (*attempt, error) {
 		}})
 		at.parts = append(at.parts, part{req: i, kind: partEvent})
 		if r.key != "" {
+			dedup := map[string]types.AttributeValue{
+				AttrPK:        attr.S(DedupPK(tl.tenant, r.key)),
+				AttrEventID:   attr.S(env.ID),
+				AttrTenant:    attr.S(tl.tenant),
+				AttrType:      attr.S(env.Type),
+				AttrCreatedAt: attr.S(now.Format(TimeLayout)),
+				AttrTTL:       attr.Uint(uint64(now.Add(e.cfg.DedupTTL).Unix())),
+			}
+			if r.fingerprint != "" {
+				dedup[AttrFingerprint] = attr.S(r.fingerprint)
+			}
 			at.items = append(at.items, types.TransactWriteItem{Put: &types.Put{
-				TableName: aws.String(e.cfg.InboxTable),
-				Item: map[string]types.AttributeValue{
-					AttrPK:        attr.S(DedupPK(tl.tenant, r.key)),
-					AttrEventID:   attr.S(env.ID),
-					AttrTenant:    attr.S(tl.tenant),
-					AttrType:      attr.S(env.Type),
-					AttrCreatedAt: attr.S(now.Format(TimeLayout)),
-					AttrTTL:       attr.Uint(uint64(now.Add(e.cfg.DedupTTL).Unix())),
-				},
+				TableName:                           aws.String(e.cfg.InboxTable),
+				Item:                                dedup,
 				ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			}})

@@ -39,9 +39,11 @@ import (
 //
 //	dedup row: pk = "EMIT#<t>#<key>"
 //	           event_id, tenant, type, created_at (S, TimeLayout),
-//	           ttl (N, epoch seconds: created_at + Config.DedupTTL, default 30 days)
+//	           ttl (N, epoch seconds: created_at + Config.DedupTTL, default 30 days),
+//	           fingerprint (S, the emit's Event.Fingerprint, when it had one)
 //
-// Read by Emit only, to name the first event in a DuplicateError. The inbox
+// Read by Emit only, to name the first event and its fingerprint in a
+// DuplicateError. The inbox
 // table is shared: engine/inbox, engine/relay and callers' own writes keep
 // other rows there under other prefixes.
 const (
@@ -63,6 +65,8 @@ const (
 	AttrEventID       = "event_id"
 	AttrCreatedAt     = "created_at"
 	AttrTTL           = "ttl"
+	// AttrFingerprint is on dedup rows: the emit's Event.Fingerprint.
+	AttrFingerprint = "fingerprint"
 
 	// AttrHeadTenant is set on head rows only (to the tenant): the key of
 	// the sparse, keys-only HeadsIndex, which therefore holds one item per

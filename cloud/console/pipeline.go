@@ -39,9 +39,10 @@ const (
 // Thresholds at which a stage is lagging.
 const (
 	// lagOutboxAge: the oldest record waiting in a gateway. A gateway keeps
-	// telemetry until the cloud acknowledges it (every 10 min by default),
-	// so older than that and close to its 30 min resend timeout is late.
-	lagOutboxAge = 25 * time.Minute
+	// telemetry until the cloud acknowledges it (cloud/durable
+	// DefaultAckEvery, 30 min), so older than that plus a few batches and
+	// close to its 45 min resend timeout (edge/forward) is late.
+	lagOutboxAge = 38 * time.Minute
 	lagBacklog   = 5000             // records waiting in a gateway's outbox
 	lagChainGap  = 50               // events committed here and not yet relayed
 	lagRelay     = 10 * time.Second // relay behind the stream

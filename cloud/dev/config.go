@@ -35,7 +35,7 @@ const (
 	// charts move within seconds.
 	DefaultBatchInterval = 2 * time.Second
 	// DefaultAckEvery is the consumer's acknowledgement cadence here
-	// (AWS: cloud/durable.DefaultAckEvery, 20 minutes), and DefaultAckTimeout the gateways' resend
+	// (AWS: cloud/durable.DefaultAckEvery, 30 minutes), and DefaultAckTimeout the gateways' resend
 	// timeout, longer than a cadence plus the path's latency.
 	DefaultAckEvery   = 3 * time.Second
 	DefaultAckTimeout = 45 * time.Second

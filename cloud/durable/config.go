@@ -54,8 +54,15 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 // Defaults of Config (docs/cost.md says why these numbers).
 const (
 	// DefaultAckEvery is AckEvery's default. edge/forward's
-	// DefaultAckTimeout must stay longer than it plus a batch interval.
-	DefaultAckEvery = 20 * time.Minute
+	// DefaultAckTimeout (45 min) must stay longer than it plus a batch
+	// interval; the margin between them (14 min) is how far the consumer
+	// may lag before gateways resend (docs/cost.md).
+	DefaultAckEvery = 30 * time.Minute
+	// DefaultGapGrace is GapGrace's default: no shorter than the
+	// gateway's resend timeout (edge/forward DefaultAckTimeout), so a
+	// hole the gateway is about to fill is not reported; it is also how
+	// late a telemetry bowl.data_gap comes.
+	DefaultGapGrace = 45 * time.Minute
 	// DefaultRollupEvery is DefaultConfig's RollupEvery.
 	DefaultRollupEvery = 30 * time.Minute
 	// DefaultRegistryTTL is RegistryTTL's default.
@@ -89,13 +96,14 @@ type Config struct {
 
 	// AckEvery is the longest a gateway waits for an acknowledgement of
 	// new durable seqs, and the shortest time between two of its acks;
-	// default DefaultAckEvery, 20 min (`bowline dev` uses seconds). The
-	// gateway's resend timeout (edge/forward AckTimeout, default 30 min)
+	// default DefaultAckEvery, 30 min (`bowline dev` uses seconds). The
+	// gateway's resend timeout (edge/forward AckTimeout, default 45 min)
 	// must be longer than AckEvery plus a batch interval.
 	AckEvery time.Duration
 	// GapGrace is how long, on the gateway's clock, a hole between the
 	// seqs of one (outbox, thing) may stay open before bowl.data_gap is
-	// raised; default 30 min, longer than the gateway's resend timeout.
+	// raised; default DefaultGapGrace, 45 min, the gateway's resend
+	// timeout.
 	GapGrace time.Duration
 	// RollupEvery is the length of a rollup window: a bowl's minutes of
 	// one window go to DynamoDB as one row, written once, RollupSlack
@@ -199,7 +207,7 @@ func (c *Config) defaults() {
 	}
 	def(&c.AckEvery, DefaultAckEvery)
 	def(&c.RegistryTTL, DefaultRegistryTTL)
-	def(&c.GapGrace, 30*time.Minute)
+	def(&c.GapGrace, DefaultGapGrace)
 	def(&c.MaxAhead, 5*time.Minute)
 	def(&c.CallTimeout, 5*time.Second)
 	def(&c.Rejections.Window, time.Minute)

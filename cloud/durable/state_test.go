@@ -118,18 +118,19 @@ func TestGapRaisedOnceOnGatewayClock(t *testing.T) {
 	send(1, 10, gw)
 	send(20, 30, gw.Add(time.Minute)) // hole 11..19 noticed at gw+1m
 	r.clock.Set(t0.Add(24 * time.Hour))
-	send(31, 40, gw.Add(20*time.Minute))
+	g := DefaultGapGrace
+	send(31, 40, gw.Add(g-10*time.Minute))
 	if n := len(r.emit.gaps()); n != 0 {
 		t.Fatalf("gaps raised within grace on the gateway's clock = %d; want 0 (the wall clock moved a day)", n)
 	}
 	r.emit.fail = context.DeadlineExceeded
-	send(41, 50, gw.Add(32*time.Minute))
+	send(41, 50, gw.Add(g+2*time.Minute))
 	if n := len(r.emit.gaps()); n != 0 {
 		t.Fatalf("gaps = %d while the engine fails; want 0", n)
 	}
 	r.emit.fail = nil
-	send(51, 60, gw.Add(33*time.Minute))
-	send(61, 70, gw.Add(34*time.Minute))
+	send(51, 60, gw.Add(g+3*time.Minute))
+	send(61, 70, gw.Add(g+4*time.Minute))
 	gaps := r.emit.gaps()
 	want := DataGap{Thing: "gw-1:a", Lane: wire.KindTelemetry, Outbox: "ob1", FromSeq: 11, ToSeq: 19, MissingSince: gw.Add(time.Minute)}
 	if len(gaps) != 1 || gaps[0] != want {
@@ -142,7 +143,7 @@ func TestGapRaisedOnceOnGatewayClock(t *testing.T) {
 	// the acked ranges become one.
 	r.clock.Set(t0.Add(25 * time.Hour))
 	puts := r.db.statePuts()
-	send(11, 19, gw.Add(40*time.Minute))
+	send(11, 19, gw.Add(g+10*time.Minute))
 	if r.db.statePuts() == puts {
 		t.Error("closing a hole did not write the state row")
 	}
@@ -268,7 +269,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("Validate of an empty Config = nil; want ErrConfig")
 	}
 	d := DefaultConfig()
-	if d.AckEvery != 20*time.Minute || d.GapGrace != 30*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
+	if d.AckEvery != 30*time.Minute || d.GapGrace != 45*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
 		t.Errorf("DefaultConfig = %+v", d)
 	}
 }

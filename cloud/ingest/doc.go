@@ -19,8 +19,9 @@
 //     and emitted with engine.EmitEvent under the idempotency key
 //     "<thing>/<id>" ('/' never occurs in a thing name or an event id,
 //     wire.ValidName, so the key is unambiguous): a record handed over
-//     twice never emits twice. A digest row written in the same
-//     transaction lets a repeat with a different payload be told apart
+//     twice never emits twice. The payload's digest, kept on the engine's
+//     dedup row of the key (engine.Event.Fingerprint) in the same
+//     transaction, lets a repeat with a different payload be told apart
 //     from a redelivery: that is a conflict, recorded as a dead letter.
 //   - Identity: the tenant comes from the topic (in the record, written by
 //     the rule) and must be the thing's tenant in the device registry

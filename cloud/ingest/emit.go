@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -84,24 +83,22 @@ func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev wire.EventM
 	if err != nil {
 		return 0, reject(ReasonInvalid, "data: %v", err)
 	}
-	now := in.cfg.Now().UTC()
-	item := digestKey(tenant, ev.Thing, ev.ID)
-	item["digest"] = &types.AttributeValueMemberS{Value: digest}
-	item["type"] = &types.AttributeValueMemberS{Value: ev.Type}
-	item["device_seq"] = &types.AttributeValueMemberN{Value: strconv.FormatUint(ev.Seq, 10)}
-	item["received_at"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
-	item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(DigestTTL).Unix(), 10)}
-	write := engine.Write{Put: &types.Put{TableName: aws.String(in.cfg.Names.InboxTable()), Item: item}}
+	// The digest rides on the engine's dedup row of the event's
+	// idempotency key (Event.Fingerprint), written in the emit's
+	// transaction, so it exists exactly when the event does.
 	ectx := engine.WithActor(engine.WithTenant(ctx, tenant), "device:"+ev.Thing)
-	_, err = in.emitter.EmitEvent(ectx, engine.Event{Type: ev.Type, Payload: payload, Writes: []engine.Write{write}, IdempotencyKey: IdempotencyKey(ev.Thing, ev.ID)})
+	_, err = in.emitter.EmitEvent(ectx, engine.Event{Type: ev.Type, Payload: payload, IdempotencyKey: IdempotencyKey(ev.Thing, ev.ID), Fingerprint: digest})
 	var dup *engine.DuplicateError
 	switch {
 	case err == nil:
 		return emitted, nil
 	case errors.As(err, &dup):
-		first, found, err := in.digestOf(ctx, tenant, ev.Thing, ev.ID)
-		if err != nil {
-			return 0, err
+		first, found := dup.Fingerprint, dup.Fingerprint != ""
+		if !found {
+			// Emitted before digests rode on the dedup row: its own row.
+			if first, found, err = in.digestOf(ctx, tenant, ev.Thing, ev.ID); err != nil {
+				return 0, err
+			}
 		}
 		if found && first != digest {
 			return 0, &Rejection{Reason: ReasonConflict, Detail: fmt.Sprintf("event %s of %s was emitted as %s with another payload (digest %s, now %s)", ev.ID, ev.Thing, dup.EventID, first[:16], digest[:16])}
@@ -115,6 +112,9 @@ func (in *Ingester) emitEvent(ctx context.Context, tenant string, ev wire.EventM
 	return 0, err
 }
 
+// digestOf reads the digest row ingest put beside an event emitted
+// before the digest rode on the engine's dedup row (Event.Fingerprint);
+// such rows expire DigestTTL after they were written.
 func (in *Ingester) digestOf(ctx context.Context, tenant, thing, id string) (string, bool, error) {
 	out, err := in.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(in.cfg.Names.InboxTable()),

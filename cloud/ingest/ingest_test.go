@@ -7,8 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
+	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
@@ -68,6 +73,16 @@ func TestConflictingRepeatIsDeadLettered(t *testing.T) {
 	}
 	if len(letters) != 1 || !strings.HasPrefix(letters[0].Error, string(ingest.ReasonConflict)) || letters[0].Subscription != ingest.LetterSubscription {
 		t.Errorf("dead letters of %s = %+v; want one conflict letter", tenant, letters)
+	}
+	// The digest that told the two apart rides on the engine's dedup row:
+	// ingest writes no row of its own for it (one write fewer an event).
+	out, err := e.ddb.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(lstest.Names(t).InboxTable()),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: ingest.DigestPK(tenant, thing, "meal-1")}}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Item != nil {
+		t.Errorf("digest row %s = %v; want none (the digest is the dedup row's fingerprint)", ingest.DigestPK(tenant, thing, "meal-1"), out.Item)
 	}
 }
 

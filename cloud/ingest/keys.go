@@ -19,10 +19,13 @@ import (
 //	            type (S), device_seq (N), received_at (S, RFC 3339 nano),
 //	            ttl (N, epoch seconds: received_at + DigestTTL, 30 days)
 //
-// Put in the engine transaction that emits the device event, so it exists
-// exactly when the event does. Read (consistently) when the engine reports
-// the event's idempotency key as a duplicate: the same digest is a
-// redelivery, another one a ReasonConflict.
+// No longer written: the digest is the engine's Event.Fingerprint, kept
+// on the engine's dedup row of the event's idempotency key in the emit's
+// transaction (one write fewer per event, docs/cost.md), and handed back
+// in the DuplicateError of a repeat: the same digest is a redelivery,
+// another one a ReasonConflict. Rows written before are read
+// (consistently) for a duplicate whose dedup row has no fingerprint, until
+// they expire.
 //
 // The engine's own dedup rows in the same table (pk = "EMIT#<tenant>#<key>",
 // engine.DedupPK) carry the idempotency keys ingest chooses:

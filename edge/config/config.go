@@ -89,8 +89,8 @@ type File struct {
 		// Rule is the stack's telemetry rule, bowline_<stack>_telemetry;
 		// required for v2.
 		Rule string `json:"rule"`
-		// BatchInterval (default 1m) and AckTimeout (default 30m, longer
-		// than the cloud's 20-minute ack cadence plus a batch interval)
+		// BatchInterval (default 1m) and AckTimeout (default 45m, longer
+		// than the cloud's 30-minute ack cadence plus a batch interval)
 		// apply to v2.
 		BatchInterval Duration `json:"batch_interval"`
 		AckTimeout    Duration `json:"ack_timeout"`
@@ -232,7 +232,7 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.StringVar(&f.Telemetry.Rule, "telemetry-rule", f.Telemetry.Rule, "AWS IoT rule that takes the batches, bowline_<stack>_telemetry (e.g. bowline_dev_telemetry); required for v2")
 	fs.StringVar(&f.Events.Rule, "events-rule", f.Events.Rule, "AWS IoT rule that takes bowl events by Basic Ingest, bowline_<stack>_events (e.g. bowline_dev_events); empty: events go through the broker on dt/bowline/<tenant>/<thing>/events (v1, accepted by a cloud until its events cut-over)")
 	fs.Var(durFlag{&f.Telemetry.BatchInterval}, "telemetry-batch-interval", "v2: how often the batch of every bowl's new telemetry is sent (default 1m)")
-	fs.Var(durFlag{&f.Telemetry.AckTimeout}, "telemetry-ack-timeout", "v2: telemetry sent and not acknowledged by the cloud this long after is sent again; must exceed the cloud's 20m ack cadence plus the batch interval (default 30m)")
+	fs.Var(durFlag{&f.Telemetry.AckTimeout}, "telemetry-ack-timeout", "v2: telemetry sent and not acknowledged by the cloud this long after is sent again; must exceed the cloud's 30m ack cadence plus the batch interval; the cloud's consumer may lag by the difference before gateways resend (default 45m)")
 	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
 	fs.Float64Var(&f.Detect.EmptyG, "detect-empty-g", f.Detect.EmptyG, "food level for bowl.empty in grams (default 5)")
 	fs.Var(inputsFlag{f}, "input", "bowl link, repeatable: serial:/dev/ttyUSB0[@115200] (UART or pty), unix:/run/bowl.sock (dial), listen:/run/bowls.sock (accept many)")

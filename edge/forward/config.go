@@ -95,7 +95,7 @@ type Config struct {
 	// AckTimeout is how long telemetry that was sent (PUBACKed) may stay
 	// unacknowledged by the cloud before it is sent again (WireV2). It
 	// must exceed the cloud's ack cadence (cloud/durable DefaultAckEvery,
-	// 20 minutes) plus BatchInterval. Default DefaultAckTimeout, 30
+	// 30 minutes) plus BatchInterval. Default DefaultAckTimeout, 45
 	// minutes.
 	AckTimeout time.Duration
 	// BatchMaxSamples bounds the samples of one batch (WireV2), so a
@@ -111,10 +111,13 @@ type Config struct {
 }
 
 // DefaultAckTimeout is Config.AckTimeout's default: longer than the
-// cloud's ack cadence (cloud/durable's default AckEvery) plus a batch
-// interval, so a gateway does not resend what the cloud is about to
-// acknowledge.
-const DefaultAckTimeout = 30 * time.Minute
+// cloud's ack cadence (cloud/durable's default AckEvery, 30 min) plus a
+// batch interval, so a gateway does not resend what the cloud is about to
+// acknowledge; the 14 minutes left are how far the cloud's consumer may
+// lag before every gateway resends. A gateway holds up to about 31
+// minutes of telemetry unacknowledged (docs/cost.md says why these
+// numbers).
+const DefaultAckTimeout = 45 * time.Minute
 
 // Telemetry wire formats (Config.Wire).
 const (
@@ -236,7 +239,7 @@ func (c Config) validateTelemetry() error {
 	case c.AckTimeout > 0 && c.AckTimeout <= max(c.BatchInterval, 0):
 		return fmt.Errorf("forward config: telemetry ack_timeout %s: must be longer than batch_interval %s", c.AckTimeout, c.BatchInterval)
 	case c.AckTimeout == 0 && c.BatchInterval >= 30*time.Minute:
-		return fmt.Errorf("forward config: telemetry batch_interval %s: must be shorter than ack_timeout (default 30m)", c.BatchInterval)
+		return fmt.Errorf("forward config: telemetry batch_interval %s: must be shorter than ack_timeout (default 45m)", c.BatchInterval)
 	case c.BatchMaxSamples < 0:
 		return fmt.Errorf("forward config: telemetry batch_max_samples %d: must not be negative", c.BatchMaxSamples)
 	}

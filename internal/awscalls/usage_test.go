@@ -40,11 +40,13 @@ func TestUsageCountsBilledUnits(t *testing.T) {
 	ctx := context.Background()
 	u := NewUsage()
 	cfg := u.Config(testConfig(canned{
-		"PutItem":          `{}`,
-		"UpdateItem":       `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":3}}`,
-		"Query":            `{"Items":[{"pk":{"S":"GW#a"},"v":{"S":"` + strings.Repeat("x", 5000) + `"}}],"Count":1}`,
-		"PutRecords":       `{"FailedRecordCount":1,"Records":[{"SequenceNumber":"1","ShardId":"s"},{"ErrorCode":"ProvisionedThroughputExceededException"},{"SequenceNumber":"2","ShardId":"s"}]}`,
-		"SendMessageBatch": `{"Successful":[],"Failed":[]}`,
+		"PutItem":    `{}`,
+		"UpdateItem": `{"ConsumedCapacity":{"TableName":"t","CapacityUnits":3}}`,
+		// What DynamoDB Local answers for a transaction of any size.
+		"TransactWriteItems": `{"ConsumedCapacity":[{"TableName":"x","CapacityUnits":4,"WriteCapacityUnits":4}]}`,
+		"Query":              `{"Items":[{"pk":{"S":"GW#a"},"v":{"S":"` + strings.Repeat("x", 5000) + `"}}],"Count":1}`,
+		"PutRecords":         `{"FailedRecordCount":1,"Records":[{"SequenceNumber":"1","ShardId":"s"},{"ErrorCode":"ProvisionedThroughputExceededException"},{"SequenceNumber":"2","ShardId":"s"}]}`,
+		"SendMessageBatch":   `{"Successful":[],"Failed":[]}`,
 	}))
 	ddb := dynamodb.NewFromConfig(cfg)
 	item := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "GW#a"}, "v": &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("y", 1500)}}
@@ -80,13 +82,30 @@ func TestUsageCountsBilledUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A transaction is sized, 2 units per KB of each item, whatever the
+	// response reports: one small put is 2 units, three are 6 (one of
+	// 1,506 bytes: 4).
+	small := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "EMIT#a"}}
+	for _, items := range [][]map[string]ddbtypes.AttributeValue{{small}, {small, small, item}} {
+		var tx []ddbtypes.TransactWriteItem
+		for _, it := range items {
+			tx = append(tx, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String("x"), Item: it}})
+		}
+		if _, err := ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := u.Counts().WRU["x"]; got != 2+(2+2+4) {
+		t.Errorf("transactions' WRU = %g; want 10 (sized, not the reported 4 each)", got)
+	}
+
 	c := u.Counts()
 	if c.Calls["DynamoDB.PutItem"] != 2 || c.Calls["Kinesis.PutRecords"] != 1 {
 		t.Errorf("calls = %v; want 2 PutItem and 1 PutRecords", c.Calls)
 	}
 	// 2 PutItem of 1,506 bytes sized (2 WRU each), 1 UpdateItem reported (3).
-	if c.WRU["t"] != 2*2+3 || c.CapacitySized != 3 || c.CapacityReported != 1 {
-		t.Errorf("WRU = %v, sized %d, reported %d; want t: 7, 3 sized (2 puts, 1 query), 1 reported", c.WRU, c.CapacitySized, c.CapacityReported)
+	if c.WRU["t"] != 2*2+3 || c.CapacitySized != 5 || c.CapacityReported != 1 {
+		t.Errorf("WRU = %v, sized %d, reported %d; want t: 7, 5 sized (2 puts, 2 transactions, 1 query), 1 reported", c.WRU, c.CapacitySized, c.CapacityReported)
 	}
 	if c.MaxKeyWRU != 7 {
 		t.Errorf("busiest key WRU = %g; want 7 (every write is GW#a)", c.MaxKeyWRU)

@@ -132,6 +132,11 @@ type Counts struct {
 	LambdaBatchSize   int           `json:"lambda_batch_size,omitempty"`
 	LambdaBatchWindow time.Duration `json:"lambda_batch_window,omitempty"`
 
+	// Events is the events stream (a stream of its own, partitioned by
+	// tenant) and its consumer (cloud/ingest behind the events mapping);
+	// zero when the run drove no events.
+	Events StreamCounts `json:"events_stream"`
+
 	// NotMeasured names the stages the run could not measure and why
 	// ("lands with cloud/durable").
 	NotMeasured map[Stage]string `json:"not_measured,omitempty"`
@@ -156,4 +161,25 @@ func (c Counts) Validate() error {
 func (c Counts) Measured(s Stage) bool {
 	_, missing := c.NotMeasured[s]
 	return !missing
+}
+
+// StreamCounts is what a run counted of one more Kinesis stream and the
+// Lambda consumer behind it. Its counts grow with bowls (a bowl's events),
+// not with gateways.
+type StreamCounts struct {
+	// Records, Bytes, BilledBytes (each record rounded up to 1 KB) and
+	// PutUnits (25 KB) put into the stream; BytesRead by its consumer.
+	Records     int64 `json:"kinesis_records"`
+	Bytes       int64 `json:"kinesis_bytes"`
+	BilledBytes int64 `json:"kinesis_billed_bytes"`
+	PutUnits    int64 `json:"kinesis_put_units"`
+	BytesRead   int64 `json:"kinesis_bytes_read"`
+	// Invocations are the run's handler calls (shown, not scaled: see
+	// invocationsPerMonth); GBSeconds the measured handler time at the
+	// function's memory.
+	Invocations int64   `json:"lambda_invocations"`
+	GBSeconds   float64 `json:"lambda_gb_seconds"`
+	// BatchSize and BatchWindow are the mapping's.
+	BatchSize   int           `json:"lambda_batch_size,omitempty"`
+	BatchWindow time.Duration `json:"lambda_batch_window,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // SecondsPerMonth is the month AWS prices by: 730 hours.
@@ -39,6 +40,11 @@ type Model struct {
 	// ParallelizationFactor of the consumer's Kinesis event source.
 	// Default 1.
 	ParallelizationFactor int
+	// EventsRetentionHours of the events stream. Default RetentionHours.
+	EventsRetentionHours float64
+	// EventsParallelizationFactor of the events consumer's Kinesis event
+	// source. Default 1.
+	EventsParallelizationFactor int
 	// GoalUSD is the goal for the whole path in $ per bowl per month at
 	// GoalBowls. Defaults 0.02 and 1,000,000.
 	GoalUSD   float64
@@ -76,13 +82,20 @@ func (m *Model) Validate() error {
 	if m.ParallelizationFactor == 0 {
 		m.ParallelizationFactor = 1
 	}
+	if m.EventsRetentionHours == 0 {
+		m.EventsRetentionHours = m.RetentionHours
+	}
+	if m.EventsParallelizationFactor == 0 {
+		m.EventsParallelizationFactor = 1
+	}
 	if m.GoalUSD == 0 {
 		m.GoalUSD = 0.02
 	}
 	if m.GoalBowls == 0 {
 		m.GoalBowls = 1_000_000
 	}
-	if m.BowlsPerGateway < 0 || m.PeakFactor < 1 || m.ShardTarget <= 0 || m.ShardTarget > 1 || m.RetentionHours < 24 || m.ParallelizationFactor < 1 || m.ParallelizationFactor > 10 {
+	if m.BowlsPerGateway < 0 || m.PeakFactor < 1 || m.ShardTarget <= 0 || m.ShardTarget > 1 || m.RetentionHours < 24 || m.ParallelizationFactor < 1 || m.ParallelizationFactor > 10 ||
+		m.EventsRetentionHours < 24 || m.EventsParallelizationFactor < 1 || m.EventsParallelizationFactor > 10 {
 		return fmt.Errorf("pricing: model %+v: want bowls per gateway > 0, peak >= 1, 0 < shard target <= 1, retention >= 24 h, parallelization 1..10", *m)
 	}
 	return nil
@@ -126,6 +139,9 @@ type Line struct {
 // QuotaLine is one quota's load at each scale.
 type QuotaLine struct {
 	Quota
+	// Of names the part of the path the load is of when a quota has
+	// lines for several ("events": the events stream and its consumer).
+	Of       string    `json:"of,omitempty"`
 	Stage    Stage     `json:"stage"`
 	Measured bool      `json:"measured"`
 	Load     []float64 `json:"load"`
@@ -145,15 +161,18 @@ type Goal struct {
 
 // Estimate is the bill and the quota loads at each scale.
 type Estimate struct {
-	Scales          []int            `json:"scales"`
-	BowlsPerGateway float64          `json:"bowls_per_gateway"`
-	Kinesis         string           `json:"kinesis_mode"`
-	Shards          []int            `json:"provisioned_shards"`
-	Lines           []Line           `json:"lines"`
-	Total           []float64        `json:"total_usd_per_bowl_month"`
-	Quotas          []QuotaLine      `json:"quotas"`
-	Goals           []Goal           `json:"goals"`
-	NotMeasured     map[Stage]string `json:"not_measured,omitempty"`
+	Scales          []int   `json:"scales"`
+	BowlsPerGateway float64 `json:"bowls_per_gateway"`
+	Kinesis         string  `json:"kinesis_mode"`
+	Shards          []int   `json:"provisioned_shards"`
+	// EventsShards is the events stream's provisioned shards (0 when the
+	// run drove no events).
+	EventsShards []int            `json:"provisioned_events_shards"`
+	Lines        []Line           `json:"lines"`
+	Total        []float64        `json:"total_usd_per_bowl_month"`
+	Quotas       []QuotaLine      `json:"quotas"`
+	Goals        []Goal           `json:"goals"`
+	NotMeasured  map[Stage]string `json:"not_measured,omitempty"`
 }
 
 // scale holds the multipliers of one fleet size.
@@ -163,6 +182,8 @@ type scale struct {
 	// counts that grow with gateways and with bowls; gwRate and bowlRate
 	// into a rate per second.
 	gwMonth, bowlMonth, gwRate, bowlRate float64
+	// eventShards is the events stream's provisioned shards.
+	eventShards int
 }
 
 func newScale(c Counts, m Model, bowls int) scale {
@@ -183,6 +204,18 @@ func (s scale) shards(c Counts, m Model) int {
 	return max(1, int(math.Ceil(need)))
 }
 
+// eventsShards is the events stream's provisioned shard count for its
+// peak write rates, 0 when there are no events.
+func (s scale) eventsShards(c Counts, m Model) int {
+	if c.Events.Records == 0 {
+		return 0
+	}
+	bytes := float64(c.Events.Bytes) * s.bowlRate * m.PeakFactor
+	records := float64(c.Events.Records) * s.bowlRate * m.PeakFactor
+	need := math.Max(bytes/(1<<20), records/1000) / m.ShardTarget
+	return max(1, int(math.Ceil(need)))
+}
+
 // Run estimates the bill and quota loads of counts c under model m.
 func Run(c Counts, m Model) (Estimate, error) {
 	if err := m.Validate(); err != nil {
@@ -196,6 +229,8 @@ func Run(c Counts, m Model) (Estimate, error) {
 	for i, n := range m.Scales {
 		scales[i] = newScale(c, m, n)
 		e.Shards = append(e.Shards, scales[i].shards(c, m))
+		scales[i].eventShards = scales[i].eventsShards(c, m)
+		e.EventsShards = append(e.EventsShards, scales[i].eventShards)
 	}
 	e.Lines = lines(c, m, scales, e.Shards)
 	e.Total = make([]float64, len(m.Scales))
@@ -246,15 +281,19 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 		return v
 	}
 	extendedHours := math.Min(m.RetentionHours-24, 144)
-	provisioned := component{name: CompKinesis, variant: Provisioned, detail: fmt.Sprintf("shard-hours, extended retention (%.0f h) per shard-hour, 25 KB PUT units", m.RetentionHours), stage: StageRules, cost: func(s scale, shards int) (k cost) {
-		k.add(KinesisShardHour, float64(shards)*730)
+	eventsExtended := math.Min(m.EventsRetentionHours-24, 144)
+	provisioned := component{name: CompKinesis, variant: Provisioned, detail: fmt.Sprintf("shard-hours, extended retention (telemetry %.0f h, events %.0f h) per shard-hour, 25 KB PUT units, both streams", m.RetentionHours, m.EventsRetentionHours), stage: StageRules, cost: func(s scale, shards int) (k cost) {
+		k.add(KinesisShardHour, float64(shards+s.eventShards)*730)
 		if extendedHours > 0 {
 			k.add(KinesisExtendedShard, float64(shards)*730)
 		}
-		k.add(KinesisPutUnits, float64(c.KinesisPutUnits)*s.gwMonth)
+		if eventsExtended > 0 && s.eventShards > 0 {
+			k.add(KinesisExtendedShard, float64(s.eventShards)*730)
+		}
+		k.add(KinesisPutUnits, float64(c.KinesisPutUnits)*s.gwMonth+float64(c.Events.PutUnits)*s.bowlMonth)
 		return k
 	}}
-	onDemand := component{name: CompKinesis, variant: OnDemand, detail: fmt.Sprintf("stream-hours, GB in (1 KB records), GB out, extended retention (%.0f h) per GB-month", m.RetentionHours), stage: StageRules, cost: func(s scale, _ int) (k cost) {
+	onDemand := component{name: CompKinesis, variant: OnDemand, detail: fmt.Sprintf("stream-hours, GB in (1 KB records), GB out, extended retention (telemetry %.0f h, events %.0f h) per GB-month, both streams", m.RetentionHours, m.EventsRetentionHours), stage: StageRules, cost: func(s scale, _ int) (k cost) {
 		in := float64(c.KinesisBilledBytes) * s.bowlMonth / gigabyte
 		k.add(KinesisStreamHour, 730)
 		k.add(KinesisIngestGB, in)
@@ -262,6 +301,15 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 		if extendedHours > 0 {
 			// A month's data in, held past its first day for extendedHours.
 			k.add(KinesisExtendedGB, in*extendedHours/730)
+		}
+		if c.Events.Records > 0 {
+			ein := float64(c.Events.BilledBytes) * s.bowlMonth / gigabyte
+			k.add(KinesisStreamHour, 730)
+			k.add(KinesisIngestGB, ein)
+			k.add(KinesisRetrieveGB, float64(c.Events.BytesRead)*s.bowlMonth/gigabyte)
+			if eventsExtended > 0 {
+				k.add(KinesisExtendedGB, ein*eventsExtended/730)
+			}
 		}
 		return k
 	}}
@@ -302,9 +350,9 @@ func lines(c Counts, m Model, scales []scale, shards []int) []Line {
 			k.add(SQSFIFO, float64(c.SQSFIFORequests)*s.bowlMonth)
 			return k
 		}},
-		{name: CompCompute, detail: "Lambda arm64: invocations and measured GB-seconds", stage: StageConsumer, inTotal: true, cost: func(s scale, n int) (k cost) {
-			k.add(LambdaRequests, invocationsPerMonth(c, s, n))
-			k.add(LambdaDurationARM, c.LambdaGBSeconds*s.bowlMonth)
+		{name: CompCompute, detail: "Lambda arm64: invocations and measured GB-seconds, telemetry and events consumers", stage: StageConsumer, inTotal: true, cost: func(s scale, n int) (k cost) {
+			k.add(LambdaRequests, invocationsPerMonth(c, s, n)+eventsInvocationsPerMonth(c, s))
+			k.add(LambdaDurationARM, (c.LambdaGBSeconds+c.Events.GBSeconds)*s.bowlMonth)
 			return k
 		}},
 	}
@@ -341,20 +389,47 @@ func invocationsPerMonth(c Counts, s scale, n int) float64 {
 	if c.LambdaBatchSize <= 0 || n < 1 {
 		return float64(c.LambdaInvocations) * s.gwMonth
 	}
-	r := float64(c.KinesisRecords) * s.gwRate / float64(n)
-	perShard := r / float64(c.LambdaBatchSize)
+	return batchesPerMonth(float64(c.KinesisRecords)*s.gwRate/float64(n), c.LambdaBatchSize, c.LambdaBatchWindow, n)
+}
+
+// eventsInvocationsPerMonth is invocationsPerMonth for the events
+// consumer, on the events stream's shards; the run's own when the
+// mapping's batch size is not in c.
+func eventsInvocationsPerMonth(c Counts, s scale) float64 {
+	e := c.Events
+	if e.BatchSize <= 0 || s.eventShards < 1 {
+		return float64(e.Invocations) * s.bowlMonth
+	}
+	return batchesPerMonth(float64(e.Records)*s.bowlRate/float64(s.eventShards), e.BatchSize, e.BatchWindow, s.eventShards)
+}
+
+// batchesPerMonth is a mapping's invocations per month on n shards of r
+// records per second each.
+func batchesPerMonth(r float64, batchSize int, window time.Duration, n int) float64 {
+	perShard := r / float64(batchSize)
 	// Lambda reads a shard about once a second: a window under a second
 	// still hands over at most one partial batch per read.
-	w := math.Max(c.LambdaBatchWindow.Seconds(), 1)
+	w := math.Max(window.Seconds(), 1)
 	perShard = math.Max(perShard, math.Min(r, 1/w))
 	return perShard * float64(n) * SecondsPerMonth
 }
 
 // load is a quota's load at one scale.
 type load struct {
-	id    string
+	id string
+	// of, when set, names the part of the path the line is about (the
+	// events stream's lines beside the telemetry stream's).
+	of    string
 	stage Stage
 	at    func(s scale, shards int) float64
+}
+
+// perShard is a rate spread over n shards, 0 without shards.
+func perShard(rate float64, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	return rate / float64(n)
 }
 
 func quotaLines(c Counts, m Model, scales []scale, shards []int) []QuotaLine {
@@ -372,60 +447,70 @@ func quotaLines(c Counts, m Model, scales []scale, shards []int) []QuotaLine {
 		sumW += u
 	}
 	loads := []load{
-		{QIoTConnPublishRate, StageBroker, func(scale, int) float64 { return float64(c.MaxConnPublishes) / d * peak }},
-		{QIoTConnThroughput, StageBroker, func(scale, int) float64 { return float64(c.MaxConnBytes) / d * peak }},
-		{QIoTConnSubs, StageBroker, func(scale, int) float64 { return float64(c.MaxConnSubscriptions) }},
-		{QIoTInboundPublish, StageBroker, func(s scale, _ int) float64 { return float64(c.PublishesIn+c.HTTPPublishes) * s.gwRate * peak }},
-		{QIoTOutboundPublish, StageBroker, func(s scale, _ int) float64 { return float64(c.PublishesOut) * s.gwRate * peak }},
-		{QIoTConnectRate, StageBroker, func(s scale, _ int) float64 { return float64(c.Reconnects) * s.gwRate * peak }},
-		{QIoTConnections, StageBroker, func(s scale, _ int) float64 {
+		{QIoTConnPublishRate, "", StageBroker, func(scale, int) float64 { return float64(c.MaxConnPublishes) / d * peak }},
+		{QIoTConnThroughput, "", StageBroker, func(scale, int) float64 { return float64(c.MaxConnBytes) / d * peak }},
+		{QIoTConnSubs, "", StageBroker, func(scale, int) float64 { return float64(c.MaxConnSubscriptions) }},
+		{QIoTInboundPublish, "", StageBroker, func(s scale, _ int) float64 { return float64(c.PublishesIn+c.HTTPPublishes) * s.gwRate * peak }},
+		{QIoTOutboundPublish, "", StageBroker, func(s scale, _ int) float64 { return float64(c.PublishesOut) * s.gwRate * peak }},
+		{QIoTConnectRate, "", StageBroker, func(s scale, _ int) float64 { return float64(c.Reconnects) * s.gwRate * peak }},
+		{QIoTConnections, "", StageBroker, func(s scale, _ int) float64 {
 			return float64(c.MaxConnections) * s.gateways / float64(c.Gateways)
 		}},
-		{QIoTRuleEvaluations, StageRules, func(s scale, _ int) float64 { return float64(c.RuleEvaluations) * s.gwRate * peak }},
-		{QIoTBasicIngest, StageBroker, func(s scale, _ int) float64 { return float64(c.BasicIngest.Messages) * s.gwRate * peak }},
-		{QIoTHTTPPublish, StageAcks, func(s scale, _ int) float64 { return float64(c.HTTPPublishes) * s.gwRate * peak }},
-		{QIoTMessageSize, StageBroker, func(scale, int) float64 { return float64(c.MaxMessageBytes) }},
-		{QKinesisShardWrite, StageRules, func(s scale, n int) float64 { return float64(c.KinesisBytes) * s.bowlRate * peak / float64(n) }},
-		{QKinesisShardRecords, StageRules, func(s scale, n int) float64 { return float64(c.KinesisRecords) * s.gwRate * peak / float64(n) }},
-		{QKinesisShardRead, StageConsumer, func(s scale, n int) float64 { return float64(c.KinesisBytesRead) * s.bowlRate * peak / float64(n) }},
-		{QKinesisShardGets, StageConsumer, func(scale, int) float64 {
+		{QIoTRuleEvaluations, "", StageRules, func(s scale, _ int) float64 { return float64(c.RuleEvaluations) * s.gwRate * peak }},
+		{QIoTBasicIngest, "", StageBroker, func(s scale, _ int) float64 { return float64(c.BasicIngest.Messages) * s.gwRate * peak }},
+		{QIoTHTTPPublish, "", StageAcks, func(s scale, _ int) float64 { return float64(c.HTTPPublishes) * s.gwRate * peak }},
+		{QIoTMessageSize, "", StageBroker, func(scale, int) float64 { return float64(c.MaxMessageBytes) }},
+		{QKinesisShardWrite, "", StageRules, func(s scale, n int) float64 { return float64(c.KinesisBytes) * s.bowlRate * peak / float64(n) }},
+		{QKinesisShardRecords, "", StageRules, func(s scale, n int) float64 { return float64(c.KinesisRecords) * s.gwRate * peak / float64(n) }},
+		{QKinesisShardRead, "", StageConsumer, func(s scale, n int) float64 { return float64(c.KinesisBytesRead) * s.bowlRate * peak / float64(n) }},
+		{QKinesisShardGets, "", StageConsumer, func(scale, int) float64 {
 			if c.RunShards == 0 {
 				return 0
 			}
 			return float64(c.KinesisGetRecords) / d / float64(c.RunShards)
 		}},
-		{QKinesisShards, StageRules, func(_ scale, n int) float64 {
-			if m.Kinesis != Provisioned {
-				return 0
-			}
-			return float64(n)
-		}},
-		{QKinesisOnDemand, StageRules, func(s scale, _ int) float64 {
+		{QKinesisOnDemand, "", StageRules, func(s scale, _ int) float64 {
 			if m.Kinesis != OnDemand {
 				return 0
 			}
 			return float64(c.KinesisBytes) * s.bowlRate * peak
 		}},
-		{QLambdaConcurrency, StageConsumer, func(_ scale, n int) float64 { return float64(n * m.ParallelizationFactor) }},
-		{QLambdaParallel, StageConsumer, func(scale, int) float64 { return float64(m.ParallelizationFactor) }},
-		{QDynamoPartitionW, StageConsumer, func(scale, int) float64 { return c.MaxKeyWRU / d * peak }},
-		{QDynamoPartitionR, StageConsumer, func(scale, int) float64 { return c.MaxKeyRRU / d * peak }},
-		{QDynamoTableW, StageConsumer, func(s scale, _ int) float64 { return maxOf(c.WRU) * s.bowlRate * peak }},
-		{QDynamoTableR, StageConsumer, func(s scale, _ int) float64 { return maxOf(c.RRU) * s.bowlRate * peak }},
-		{QDynamoAccount, StageConsumer, func(s scale, _ int) float64 { return sumW * s.bowlRate * peak }},
+		{QKinesisShardWrite, "events", StageEvents, func(s scale, _ int) float64 { return perShard(float64(c.Events.Bytes)*s.bowlRate*peak, s.eventShards) }},
+		{QKinesisShardRecords, "events", StageEvents, func(s scale, _ int) float64 {
+			return perShard(float64(c.Events.Records)*s.bowlRate*peak, s.eventShards)
+		}},
+		{QKinesisShardRead, "events", StageEvents, func(s scale, _ int) float64 {
+			return perShard(float64(c.Events.BytesRead)*s.bowlRate*peak, s.eventShards)
+		}},
+		{QKinesisShards, "both streams", StageRules, func(s scale, n int) float64 {
+			if m.Kinesis != Provisioned {
+				return 0
+			}
+			return float64(n + s.eventShards)
+		}},
+		{QLambdaConcurrency, "both consumers", StageConsumer, func(s scale, n int) float64 {
+			return float64(n*m.ParallelizationFactor + s.eventShards*m.EventsParallelizationFactor)
+		}},
+		{QLambdaParallel, "", StageConsumer, func(scale, int) float64 { return float64(m.ParallelizationFactor) }},
+		{QLambdaParallel, "events", StageEvents, func(scale, int) float64 { return float64(m.EventsParallelizationFactor) }},
+		{QDynamoPartitionW, "", StageConsumer, func(scale, int) float64 { return c.MaxKeyWRU / d * peak }},
+		{QDynamoPartitionR, "", StageConsumer, func(scale, int) float64 { return c.MaxKeyRRU / d * peak }},
+		{QDynamoTableW, "", StageConsumer, func(s scale, _ int) float64 { return maxOf(c.WRU) * s.bowlRate * peak }},
+		{QDynamoTableR, "", StageConsumer, func(s scale, _ int) float64 { return maxOf(c.RRU) * s.bowlRate * peak }},
+		{QDynamoAccount, "", StageConsumer, func(s scale, _ int) float64 { return sumW * s.bowlRate * peak }},
 		// The whole queue's messages as if in one partition: an upper
 		// bound, SQS adds partitions as the message groups' load grows.
-		{QSQSFIFOThroughput, StageEvents, func(s scale, _ int) float64 { return float64(c.SQSFIFOMessages) * s.bowlRate * peak }},
-		{QSQSFIFOInFlight, StageQueues, func(scale, int) float64 { return 0 }},
-		{QSQSStandardInFlight, StageQueues, func(scale, int) float64 { return 0 }},
-		{QPipes, StageQueues, func(scale, int) float64 { return float64(c.Pipes) }},
+		{QSQSFIFOThroughput, "", StageEvents, func(s scale, _ int) float64 { return float64(c.SQSFIFOMessages) * s.bowlRate * peak }},
+		{QSQSFIFOInFlight, "", StageQueues, func(scale, int) float64 { return 0 }},
+		{QSQSStandardInFlight, "", StageQueues, func(scale, int) float64 { return 0 }},
+		{QPipes, "", StageQueues, func(scale, int) float64 { return float64(c.Pipes) }},
 	}
 	hundredK := slices.Index(m.Scales, 100_000)
 	tenM := slices.Index(m.Scales, 10_000_000)
 	var out []QuotaLine
 	for _, l := range loads {
 		q := QuotaOf(l.id)
-		ql := QuotaLine{Quota: q, Stage: l.stage, Measured: c.Measured(l.stage)}
+		ql := QuotaLine{Quota: q, Of: l.of, Stage: l.stage, Measured: c.Measured(l.stage)}
 		for i, s := range scales {
 			v := l.at(s, shards[i])
 			ql.Load = append(ql.Load, v)

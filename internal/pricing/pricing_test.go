@@ -294,3 +294,54 @@ func TestInvocationsFollowRecordsPerShard(t *testing.T) {
 		}
 	}
 }
+
+// The events stream is a stream of its own: its shards are sized from its
+// own rates and paid beside the telemetry stream's, its PUT units grow
+// with bowls, its consumer's GB-seconds join the compute line and its
+// concurrency the account's.
+func TestEventsStreamPaidApart(t *testing.T) {
+	without, err := Run(fixed(), Model{EventsParallelizationFactor: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fixed()
+	// 1,500 bowls x 8 events a day for an hour: 500 records of 1 KB.
+	c.Events = StreamCounts{Records: 500, Bytes: 500 * 700, BilledBytes: 500 * 1024, PutUnits: 500, BytesRead: 500 * 700,
+		Invocations: 500, GBSeconds: 5, BatchSize: 100}
+	e, err := Run(c, Model{EventsParallelizationFactor: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := len(e.Scales) - 1 // 10M bowls: 500 x 6,667 / 3600 s x 2 = 1,852 records/s at peak
+	if got, want := e.EventsShards[i], 4; got != want {
+		t.Errorf("events shards at 10M = %d; want %d (1,852 records/s at peak, shards at half)", got, want)
+	}
+	if e.EventsShards[0] != 1 || without.EventsShards[0] != 0 {
+		t.Errorf("events shards at 10k = %d, without events %d; want 1, 0", e.EventsShards[0], without.EventsShards[0])
+	}
+	s := newScale(c, Model{BowlsPerGateway: 1.5}, e.Scales[i])
+	wantKinesis := PriceOf(KinesisShardHour).Cost(4*730) + PriceOf(KinesisExtendedShard).Cost(4*730) + PriceOf(KinesisPutUnits).Cost(500*s.bowlMonth)
+	// Put units are tiered by none: the difference is the events stream's.
+	if got := line(t, e, CompKinesis, true).Monthly[i] - line(t, without, CompKinesis, true).Monthly[i]; !near(got, wantKinesis) {
+		t.Errorf("kinesis at 10M, events stream's share = %g; want %g", got, wantKinesis)
+	}
+	if got, want := line(t, e, CompCompute, true).Monthly[i]-line(t, without, CompCompute, true).Monthly[i],
+		PriceOf(LambdaDurationARM).Cost((10+5)*s.bowlMonth)-PriceOf(LambdaDurationARM).Cost(10*s.bowlMonth)+PriceOf(LambdaRequests).Cost(batchesPerMonth(500*s.bowlRate/4, 100, 0, 4)); !near(got, want) {
+		t.Errorf("compute at 10M, events consumer's share = %g; want %g", got, want)
+	}
+	var conc, par QuotaLine
+	for _, q := range e.Quotas {
+		switch {
+		case q.ID == QLambdaConcurrency:
+			conc = q
+		case q.ID == QLambdaParallel && q.Of == "events":
+			par = q
+		}
+	}
+	if got, want := conc.Load[i], float64(e.Shards[i]*1+4*10); got != want {
+		t.Errorf("lambda concurrency at 10M = %g; want %g (telemetry shards x 1 + events shards x 10)", got, want)
+	}
+	if par.Load == nil || par.Load[i] != 10 {
+		t.Errorf("events parallelization line = %+v; want a load of 10", par)
+	}
+}

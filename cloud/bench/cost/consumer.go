@@ -24,7 +24,11 @@ import (
 
 // lambdaMemoryMB is the consumer function's MemorySize in
 // deploy/cloudformation/bowline.yaml (TelemetryConsumer, arm64).
-const lambdaMemoryMB = 512
+const lambdaMemoryMB = 256
+
+// ingestMemoryMB is the events consumer's MemorySize in
+// deploy/cloudformation/bowline.yaml (IngestFunction, arm64).
+const ingestMemoryMB = 512
 
 // lambdaFullCPUMB is the memory at which Lambda gives a function one full
 // vCPU; below it the CPU share is memory / lambdaFullCPUMB (AWS Lambda's

@@ -110,18 +110,21 @@ func TestGBSeconds(t *testing.T) {
 // every count doubles.
 func TestAddEventsScalesToTheFleetsEvents(t *testing.T) {
 	c := pricing.Counts{Duration: 3 * time.Hour, Gateways: 60, Bowls: 90, RuleEvaluations: 10, WRU: map[string]float64{"telemetry": 1}}
-	e := eventCounts{Events: 45, RuleEvaluations: 45, RuleUnits: 45, PipesRequests: map[string]int64{"events": 45, "record-changes": 3},
+	e := eventCounts{Events: 45, RuleEvaluations: 45, RuleUnits: 45, RuleActions: 45, RuleActionUnits: 45, Invocations: 45, PipesRequests: map[string]int64{"events": 45, "record-changes": 3},
 		Handler: 45 * 10 * time.Millisecond,
 		Usage:   awscalls.UsageCounts{KinesisRecords: 45, SQSFIFORequests: 162, SQSRequests: 6, WRU: map[string]float64{"events": 180}, RRU: map[string]float64{"app": 45}}}
 	addEvents(&c, e, 512)
-	if c.RuleEvaluations != 100 || c.RuleActions != 90 || c.KinesisRecords != 90 || c.PipesRequests != 96 || c.SQSFIFORequests != 324 || c.SQSRequests != 12 {
-		t.Errorf("counts = rules %d, actions %d, kinesis %d, pipes %d, fifo %d, standard %d; want 100, 90, 90, 96, 324, 12",
-			c.RuleEvaluations, c.RuleActions, c.KinesisRecords, c.PipesRequests, c.SQSFIFORequests, c.SQSRequests)
+	if c.RuleEvaluations != 100 || c.RuleActions != 90 || c.Events.Records != 90 || c.KinesisRecords != 0 || c.PipesRequests != 96 || c.SQSFIFORequests != 324 || c.SQSRequests != 12 {
+		t.Errorf("counts = rules %d, actions %d, events stream %d, telemetry stream %d, pipes %d, fifo %d, standard %d; want 100, 90, 90, 0, 96, 324, 12",
+			c.RuleEvaluations, c.RuleActions, c.Events.Records, c.KinesisRecords, c.PipesRequests, c.SQSFIFORequests, c.SQSRequests)
+	}
+	if c.Events.Invocations != 90 || c.Events.BatchSize != 100 || c.LambdaGBSeconds != 0 {
+		t.Errorf("events consumer = %d invocations, batch %d, telemetry GB-s %g; want 90, 100, 0", c.Events.Invocations, c.Events.BatchSize, c.LambdaGBSeconds)
 	}
 	if c.WRU["events"] != 360 || c.WRU["telemetry"] != 1 || c.RRU["app"] != 90 {
 		t.Errorf("units = %v, %v; want events 360 WRU, telemetry 1, app 90 RRU", c.WRU, c.RRU)
 	}
-	if want := 2 * 0.45 * 0.5; math.Abs(c.LambdaGBSeconds-want) > 1e-9 {
-		t.Errorf("GB-s = %g; want %g", c.LambdaGBSeconds, want)
+	if want := 2 * 0.45 * 0.5; math.Abs(c.Events.GBSeconds-want) > 1e-9 {
+		t.Errorf("events GB-s = %g; want %g", c.Events.GBSeconds, want)
 	}
 }

@@ -11,14 +11,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/eventsource"
 	"github.com/bowline-iot/bowline/cloud/fakes"
 	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/relay"
@@ -42,15 +43,12 @@ var eventMix = []string{
 	catalog.TypeFoodLow, catalog.TypeRefilled,
 }
 
-// ingressNote marks every count of the events' ingress.
-const ingressNote = "ingress counted as one rule + one Kinesis record per event message; re-count once the events rule lands"
-
-// eventCounts is what the events pass counted: every AWS call of ingest,
-// the engine, the two pipes' stand-ins, the worker and its subscribers,
-// and the record-change consumer (pass.Usage); the ingress stand-in's
-// rule counts; the pipes' requests (messages forwarded after filtering);
-// ingest's handler time (receipt to acknowledgement: the Lambda
-// invocation's duration).
+// eventCounts is what the events pass counted: every AWS call of the
+// events rule's stand-in, the events mapping's, ingest, the engine, the
+// two pipes' stand-ins, the worker and its subscribers, and the
+// record-change consumer (pass.Usage); the events rule's counts; the
+// pipes' requests (messages forwarded after filtering); ingest's handler
+// calls (HandleRecords: the Lambda invocations and their duration).
 type eventCounts struct {
 	Events          int64                `json:"events"`
 	Emitted         int64                `json:"emitted"`
@@ -58,17 +56,24 @@ type eventCounts struct {
 	BasicIngest     pricing.MessageCount `json:"basic_ingest"`
 	RuleEvaluations int64                `json:"rule_evaluations"`
 	RuleUnits       int64                `json:"rule_units"`
+	RuleActions     int64                `json:"rule_actions"`
+	RuleActionUnits int64                `json:"rule_action_units"`
 	PipesRequests   map[string]int64     `json:"pipes_requests"`
 	WorkerDeleted   int64                `json:"worker_deleted"`
-	Handler         time.Duration        `json:"handler_ns"`
-	Note            string               `json:"note"`
+	// Invocations and Records are the events consumer's handler calls
+	// and the records they were handed; Handler their wall time.
+	Invocations int64         `json:"invocations"`
+	Records     int64         `json:"records"`
+	Handler     time.Duration `json:"handler_ns"`
 }
 
 // measureEvents drives n bowl events of the fleet's bowls through the
 // events path on the run's stack, with calls counted apart from the
-// telemetry run's: the ingress stand-in (one rule and one Kinesis record
-// per event message), ingest's handler (registry, Emit's
-// TransactWriteItems, its seq rows), the events pipe's stand-in (DynamoDB
+// telemetry run's: Basic Ingest publishes to the events rule's stand-in
+// (rules.Events: a record per event into the events stream, partitioned
+// by tenant), the events mapping's stand-in (eventsource.EventsConsumer)
+// calling ingest's HandleRecords (registry, Emit's TransactWriteItems,
+// its seq rows), the events pipe's stand-in (DynamoDB
 // Streams to events.fifo), the worker with the cloud subscribers against
 // the fake providers, the record-changes pipe and its consumer. It
 // returns once everything the events caused is done (no call but polls
@@ -159,24 +164,43 @@ func measureEvents(ctx context.Context, env Env, n int) (eventCounts, error) {
 	}
 	goRun("record-changes", rc.Run)
 
-	// The ingress stand-in's stream: partitioned by tenant, made on the
-	// uncounted client.
-	kin := kinesis.NewFromConfig(env.LocalAWS)
-	stream := env.Names.Stack + "-events-ingress"
-	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(stream), ShardCount: aws.Int32(1)}); err != nil {
-		return eventCounts{}, fmt.Errorf("events: create stream %s: %w", stream, err)
+	// The ingress as in AWS: the events rule's stand-in (rules.Events
+	// only; the telemetry run's stand-in runs the telemetry rules) puts
+	// each Basic Ingest publish into the events stream, partitioned by
+	// tenant, and the events mapping's stand-in hands the stream to
+	// ingest's HandleRecords. What only the stand-ins do (their
+	// checkpoints) is not counted.
+	rr, err := a.Rules(ctx, rules.Config{Broker: env.BrokerURL, ClientID: standInPrefix + "rules-events",
+		Rules: []rules.Spec{rules.Events}, Now: env.Now, Logger: env.Log.With("part", "rules")})
+	if err != nil {
+		return eventCounts{}, fmt.Errorf("events: %w", err)
 	}
-	if err := kinesis.NewStreamExistsWaiter(kin).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(stream)}, time.Minute); err != nil {
-		return eventCounts{}, fmt.Errorf("events: stream %s: %w", stream, err)
+	goRun("events rule", rr.Run)
+	select {
+	case <-rr.Ready():
+	case <-time.After(time.Minute):
+		return eventCounts{}, errors.New("events: the events rule's stand-in did not subscribe within a minute")
 	}
-	put := kinesis.NewFromConfig(counted)
+	h := &timedHandler{h: app.IngestHandler(in)}
+	es, err := a.EventsSource(ctx, h.handle, func(c *eventsource.Config) {
+		c.Checkpoints, c.PollInterval, c.Logger = local, 100*time.Millisecond, env.Log.With("part", "eventsource", "mapping", eventsource.EventsConsumer.Name)
+	})
+	if err != nil {
+		return eventCounts{}, fmt.Errorf("events: %w", err)
+	}
+	goRun("events source", es.Run)
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(env.BrokerURL).SetClientID("cost-events").SetCleanSession(true))
+	if tok := pub.Connect(); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+		return eventCounts{}, fmt.Errorf("events: connect the publisher: %v", tok.Error())
+	}
+	defer pub.Disconnect(250)
 
 	// Let the start-up calls (queue attributes, stream descriptions,
 	// first polls) pass before counting.
 	time.Sleep(2 * time.Second)
-	u0 := usage.Counts()
-	c := eventCounts{Note: ingressNote, PipesRequests: map[string]int64{}}
-	rule := wire.RuleName(env.Names.Stack, wire.KindEvents)
+	u0, r0 := usage.Counts(), rr.Counts()[rules.Events.Base]
+	c := eventCounts{PipesRequests: map[string]int64{}}
+	rule := wire.RuleName(env.Names.Stack, wire.EventsRule)
 	var bowls []string
 	for _, gw := range env.Gateways {
 		bowls = append(bowls, env.Bowls[gw]...)
@@ -191,30 +215,24 @@ func measureEvents(ctx context.Context, env Env, n int) (eventCounts, error) {
 		if err != nil {
 			return eventCounts{}, err
 		}
-		topic := wire.Topic{Tenant: env.Tenant, Thing: thing, Kind: wire.KindEvents}.String()
-		units := max(1, int64(math.Ceil(float64(len(wire.BasicIngestTopic(rule, wire.Topic{Tenant: env.Tenant, Thing: thing, Kind: wire.KindEvents}))+len(raw))/awscalls.IoTMeterUnit)))
-		c.BasicIngest = c.BasicIngest.Add(pricing.MessageCount{Messages: 1, Units: units})
-		c.RuleEvaluations++
-		c.RuleUnits += max(1, int64(math.Ceil(float64(len(topic)+len(raw))/awscalls.IoTMeterUnit)))
-		if _, err := put.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(stream), PartitionKey: aws.String(env.Tenant), Data: raw}); err != nil {
-			return eventCounts{}, fmt.Errorf("events: put record: %w", err)
+		topic := wire.BasicIngestTopic(rule, wire.Topic{Tenant: env.Tenant, Thing: thing, Kind: wire.KindEvents})
+		c.BasicIngest = c.BasicIngest.Add(pricing.MessageCount{Messages: 1, Units: max(1, int64(math.Ceil(float64(len(topic)+len(raw))/awscalls.IoTMeterUnit)))})
+		// One event at a time, each handed over alone (a bowl's events
+		// come hours apart): no batch shares a seq row or a commit.
+		if tok := pub.Publish(topic, 1, false, raw); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+			return eventCounts{}, fmt.Errorf("events: publish %s of %s: %v", typ, thing, tok.Error())
 		}
-		acked := make(chan struct{})
-		start := time.Now()
-		if err := in.Handle(ctx, topic, raw, time.Time{}, func() { close(acked) }); err != nil {
-			return eventCounts{}, fmt.Errorf("events: ingest %s of %s: %w", typ, thing, err)
+		deadline := time.Now().Add(time.Minute)
+		for h.records.Load() < int64(i+1) {
+			if time.Now().After(deadline) {
+				return eventCounts{}, fmt.Errorf("events: %s of %s not handled within a minute", typ, thing)
+			}
+			select {
+			case <-ctx.Done():
+				return eventCounts{}, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
 		}
-		if err := in.FlushSeqs(ctx); err != nil {
-			return eventCounts{}, fmt.Errorf("events: ingest %s of %s: seq rows: %w", typ, thing, err)
-		}
-		select {
-		case <-acked:
-		case <-time.After(time.Minute):
-			return eventCounts{}, fmt.Errorf("events: %s of %s not acknowledged within a minute", typ, thing)
-		case <-ctx.Done():
-			return eventCounts{}, ctx.Err()
-		}
-		c.Handler += time.Since(start)
 		c.Events++
 	}
 
@@ -233,6 +251,10 @@ func measureEvents(ctx context.Context, env Env, n int) (eventCounts, error) {
 		}
 	}
 	c.Usage = usage.Counts().Since(u0)
+	r1 := rr.Counts()[rules.Events.Base]
+	c.RuleEvaluations, c.RuleUnits = r1.Evaluations-r0.Evaluations, r1.EvaluationUnits-r0.EvaluationUnits
+	c.RuleActions, c.RuleActionUnits = r1.Actions-r0.Actions, r1.ActionUnits-r0.ActionUnits
+	c.Invocations, c.Records, c.Handler = h.calls.Load(), h.records.Load(), time.Duration(h.nanos.Load())
 	c.Emitted = obs.emitted.Load()
 	for name, fw := range forwarded {
 		c.PipesRequests[name] = fw.Load()
@@ -295,12 +317,20 @@ func addEvents(c *pricing.Counts, e eventCounts, memoryMB int) {
 	c.BasicIngest = c.BasicIngest.Add(pricing.MessageCount{Messages: scale(e.BasicIngest.Messages), Units: scale(e.BasicIngest.Units)})
 	c.RuleEvaluations += scale(e.RuleEvaluations)
 	c.RuleUnits += scale(e.RuleUnits)
-	c.RuleActions += scale(e.RuleEvaluations)
-	c.RuleActionUnits += scale(e.RuleUnits)
-	c.KinesisRecords += scale(u.KinesisRecords)
-	c.KinesisBytes += scale(u.KinesisBytes)
-	c.KinesisBilledBytes += scale(u.KinesisBilledBytes)
-	c.KinesisPutUnits += scale(u.KinesisPutUnits)
+	c.RuleActions += scale(e.RuleActions)
+	c.RuleActionUnits += scale(e.RuleActionUnits)
+	// The events stream is a stream of its own (shards, retention and
+	// its consumer's invocations apart from telemetry's).
+	c.Events = pricing.StreamCounts{
+		Records: scale(u.KinesisRecords), Bytes: scale(u.KinesisBytes), BilledBytes: scale(u.KinesisBilledBytes),
+		PutUnits: scale(u.KinesisPutUnits), BytesRead: scale(u.KinesisBytesRead),
+		Invocations: scale(e.Invocations),
+		// Ingest's handler waits on DynamoDB nearly all its time: billed
+		// as waiting (gbSeconds with no CPU part).
+		GBSeconds:   gbSeconds(e.Handler, 0, memoryMB) * f,
+		BatchSize:   eventsource.EventsConsumer.BatchSize,
+		BatchWindow: time.Duration(eventsource.EventsConsumer.MaximumBatchingWindowInSeconds) * time.Second,
+	}
 	if c.WRU == nil {
 		c.WRU = map[string]float64{}
 	}
@@ -322,9 +352,24 @@ func addEvents(c *pricing.Counts, e eventCounts, memoryMB int) {
 	c.PipesRequests += scale(pipes)
 	c.SQSFIFOMessages += scale(e.PipesRequests["events"])
 	c.Pipes = len(e.PipesRequests)
-	// Ingest's handler waits on DynamoDB nearly all its time: billed as
-	// waiting (gbSeconds with no CPU part).
-	c.LambdaGBSeconds += gbSeconds(e.Handler, 0, memoryMB) * f
+}
+
+// timedHandler counts an event source handler's calls (Lambda
+// invocations), the records handed to it and its wall time.
+type timedHandler struct {
+	h                     eventsource.Handler
+	calls, records, nanos atomic.Int64
+}
+
+func (t *timedHandler) handle(ctx context.Context, recs []eventsource.Record) (string, error) {
+	start := time.Now()
+	retry, err := t.h(ctx, recs)
+	t.nanos.Add(int64(time.Since(start)))
+	t.calls.Add(1)
+	if err == nil && retry == "" {
+		t.records.Add(int64(len(recs)))
+	}
+	return retry, err
 }
 
 // ingestTimes counts ingest's emits.

@@ -12,7 +12,7 @@
 // it prints every AWS quota the design touches with its load at each
 // scale (docs/cost.md).
 //
-//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 20m] [--rollup-every 30m] [--events 240] [--json]
+//	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 30m] [--rollup-every 30m] [--events 240] [--json]
 //	go run ./cloud/bench/cost --design    # the design's fixed counts, no run
 //
 // It writes .bench/cost.txt and .bench/cost.json and prints which stages
@@ -50,7 +50,7 @@ func main() {
 	speed := fs.Float64("speed", 20, "run clock speed: batches and acks come this many times faster than real time")
 	def := durable.DefaultConfig()
 	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
-	ackTimeout := fs.Duration("ack-timeout", 30*time.Minute, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward DefaultAckTimeout, 30 min: the bench may not import the edge); must exceed --ack-every + --batch-every")
+	ackTimeout := fs.Duration("ack-timeout", 45*time.Minute, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward DefaultAckTimeout, 45 min: the bench may not import the edge); must exceed --ack-every + --batch-every")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: run time of a rollup window, each bowl's written once as one row (cloud/durable RollupEvery; divides an hour; 0: every call)")
 	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")
@@ -86,7 +86,8 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	model := pricing.Model{Kinesis: *kinesisMode, PeakFactor: *peak, RetentionHours: resources.TelemetryRetentionHours,
-		ParallelizationFactor: eventsource.TelemetryConsumer.ParallelizationFactor}
+		ParallelizationFactor: eventsource.TelemetryConsumer.ParallelizationFactor,
+		EventsRetentionHours:  resources.EventsRetentionHours, EventsParallelizationFactor: eventsource.EventsConsumer.ParallelizationFactor}
 	var r report
 	if *design {
 		r = report{Source: "from the design's fixed counts (assumptions, not a measurement)", Counts: designCounts(),

@@ -64,11 +64,11 @@ func runNotes(c pricing.Counts, x runExtra) []string {
 		}
 		n := float64(max(1, e.Events))
 		notes = append(notes,
-			fmt.Sprintf("events: a pass of %d bowl events (%d emitted), added at %d per bowl per day; %s", e.Events, e.Emitted, eventsPerBowlDay, e.Note),
-			fmt.Sprintf("events: per event %.2f rules (5 KB units), %.2f Kinesis records, %.2f Pipes requests (%s), %.2f SQS FIFO + %.2f SQS standard requests, %.2f WRU, %.2f RRU, handler %.1f ms; worker deleted %d messages",
-				float64(e.RuleUnits)/n, float64(e.Usage.KinesisRecords)/n, float64(sumInt(e.PipesRequests))/n, strings.Join(pipes, ", "),
+			fmt.Sprintf("events: a pass of %d bowl events (%d emitted), added at %d per bowl per day; each published by Basic Ingest to the events rule's stand-in, into the events stream, handed alone to ingest's HandleRecords by the events mapping's stand-in", e.Events, e.Emitted, eventsPerBowlDay),
+			fmt.Sprintf("events: per event %.2f rules triggered + %.2f actions (5 KB units), %.2f Kinesis records (%.2f PUT units) into the events stream, %.2f Pipes requests (%s), %.2f SQS FIFO + %.2f SQS standard requests, %.2f WRU, %.2f RRU; the events consumer: %d invocations, %d records, handler %.1f ms per event at %d MB; worker deleted %d messages",
+				float64(e.RuleUnits)/n, float64(e.RuleActionUnits)/n, float64(e.Usage.KinesisRecords)/n, float64(e.Usage.KinesisPutUnits)/n, float64(sumInt(e.PipesRequests))/n, strings.Join(pipes, ", "),
 				float64(e.Usage.SQSFIFORequests)/n, float64(e.Usage.SQSRequests)/n, sumFloat(e.Usage.WRU)/n, sumFloat(e.Usage.RRU)/n,
-				float64(e.Handler.Microseconds())/1000/n, e.WorkerDeleted),
+				e.Invocations, e.Records, float64(e.Handler.Microseconds())/1000/n, ingestMemoryMB, e.WorkerDeleted),
 			"events: the pass's WRU/RRU by table and kind of row: "+strings.Join(wru, ", ")+"; DynamoDB Streams reads left out (a Pipe polls each shard whatever the traffic)")
 	}
 	if k.CheckpointWrites > 0 {

@@ -113,6 +113,12 @@ func printReport(w io.Writer, r report) {
 		shards[i] = fmt.Sprintf("%s: %d", scaleName(e.Scales[i]), s)
 	}
 	fmt.Fprintf(w, "  provisioned shards sized for the peak: %s\n", strings.Join(shards, ", "))
+	if len(e.EventsShards) > 0 && e.EventsShards[len(e.EventsShards)-1] > 0 {
+		for i, s := range e.EventsShards {
+			shards[i] = fmt.Sprintf("%s: %d", scaleName(e.Scales[i]), s)
+		}
+		fmt.Fprintf(w, "  events stream's provisioned shards (partitioned by tenant): %s\n", strings.Join(shards, ", "))
+	}
 
 	fmt.Fprintln(w, "\ngoals:")
 	for _, g := range e.Goals {
@@ -140,6 +146,9 @@ func printReport(w io.Writer, r report) {
 			adj = "yes"
 		}
 		id := q.ID
+		if q.Of != "" {
+			id += " (" + q.Of + ")"
+		}
 		if !q.Measured {
 			id += " [not measured]"
 		}

@@ -29,7 +29,10 @@ func (s *ruleStandIn) Start(ctx context.Context, env Env) error {
 		return fmt.Errorf("rules stand-in: %w", err)
 	}
 	s.app = a
-	r, err := a.Rules(ctx, rules.Config{Broker: env.BrokerURL, ClientID: standInPrefix + "rules", Now: env.Now, Logger: env.Log})
+	// The telemetry rules only: the events pass runs the events rule's
+	// stand-in on its own counted clients (measureEvents).
+	r, err := a.Rules(ctx, rules.Config{Broker: env.BrokerURL, ClientID: standInPrefix + "rules",
+		Rules: []rules.Spec{rules.Telemetry, rules.TelemetryV1}, Now: env.Now, Logger: env.Log})
 	if err != nil {
 		return err
 	}

@@ -207,7 +207,7 @@ func measure(ctx context.Context, rc runConfig) (pricing.Counts, runExtra, error
 		if err != nil {
 			return pricing.Counts{}, runExtra{}, fmt.Errorf("events pass: %w", err)
 		}
-		addEvents(&c, e, lambdaMemoryMB)
+		addEvents(&c, e, ingestMemoryMB)
 		x.Events = &e
 	} else {
 		c.NotMeasured[pricing.StageEvents] = "the events pass did not run (--events 0)"

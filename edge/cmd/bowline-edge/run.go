@@ -35,8 +35,9 @@ Telemetry (--telemetry-wire):
                 AWS IoT Basic Ingest: $aws/rules/<rule>/dt/bowline/<tenant>/<gateway>/batch.
                 Telemetry stays in the outbox until the cloud acknowledges
                 it on cmd/bowline/<tenant>/<gateway>/ack; what is not
-                acknowledged --telemetry-ack-timeout (30m) after it was
-                sent is sent again. --telemetry-rule is required.
+                acknowledged --telemetry-ack-timeout (45m) after it was
+                sent is sent again (the cloud acks every 30m, so up to
+                about 31m of telemetry waits in the outbox). --telemetry-rule is required.
   v1            for a cloud without the telemetry stream: JSON per bowl to
                 dt/bowline/<tenant>/<thing>/telemetry, removed on PUBACK.
 
@@ -48,7 +49,7 @@ The config file is JSON with the same options as the flags (flags win):
    "outbox":{"path":"/var/lib/bowline-edge/outbox.db","max_bytes":268435456},
    "mqtt":{"rate":20,"in_flight":20,"puback_timeout":"20s"},
    "telemetry":{"wire":"v2","rule":"bowline_prod_telemetry",
-                "batch_interval":"1m","ack_timeout":"30m"},
+                "batch_interval":"1m","ack_timeout":"45m"},
    "events":{"rule":"bowline_prod_events"}}
 
 MQTT limits default well under AWS IoT Core's per-connection quotas (20
