@@ -21,7 +21,7 @@ func TestCompletenessOfADay(t *testing.T) {
 	send(61, 100, t0.Add(20*time.Minute))
 	send(106, 120, t0.Add(50*time.Minute))
 	send(90, 100, t0.Add(20*time.Minute+29*time.Second)) // the resend: the same seqs at the same times
-	send(121, 130, day.Add(24*time.Hour+time.Hour))       // the next day
+	send(121, 130, day.Add(24*time.Hour+time.Hour))      // the next day
 	r.c.Flush(context.Background())
 
 	tally, err := ReadDay(context.Background(), r.db, "telemetry_state", "gw-1:a", day)

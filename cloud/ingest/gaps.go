@@ -498,12 +498,12 @@ func sameTimes(a, b map[uint64]time.Time) bool {
 }
 
 type storedState struct {
-	Spans     [][2]uint64       `json:"spans"`
-	Noticed   map[string]string `json:"noticed,omitempty"`
+	Spans   [][2]uint64       `json:"spans"`
+	Noticed map[string]string `json:"noticed,omitempty"`
 	// Seen and BowlNoticed are on the gateway's clock (seqState).
 	Seen        string            `json:"seen,omitempty"`
 	BowlNoticed map[string]string `json:"bowl_noticed,omitempty"`
-	Forgotten *forgotten        `json:"forgotten,omitempty"`
+	Forgotten   *forgotten        `json:"forgotten,omitempty"`
 }
 
 func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, error) {
