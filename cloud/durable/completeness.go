@@ -172,6 +172,10 @@ type Statement struct {
 	Missing int64 `json:"missing"`
 	// Duplicates is the resent samples the consumer collapsed.
 	Duplicates int64 `json:"duplicates"`
+	// RingRefused is the readings the MCU refused with its ring full
+	// (bowl.device_fault code 4): they never got a seq, so they are not in
+	// Assigned.
+	RingRefused int64 `json:"ring_refused"`
 	// Outboxes is the durable seq spans per outbox, [first, last].
 	Outboxes map[string][][2]uint64 `json:"outboxes"`
 	// Partial: some rows predate the accounting layout, so Assigned and
@@ -180,12 +184,12 @@ type Statement struct {
 }
 
 // Account states thing's completeness for day from the day's tally and the
-// drops reported that day. A drop's seqs inside an outbox's range fill its
+// drops and MCU ring refusals reported that day. A drop's seqs inside an outbox's range fill its
 // holes (they were assigned and never sent); outside every range they add
 // to Assigned. Drops carry no outbox id: with several outboxes in a day a
 // drop is matched against each outbox's holes in turn.
-func Account(thing string, day time.Time, t DayTally, drops []Drop) Statement {
-	st := Statement{Thing: thing, Day: day.UTC().Format(time.DateOnly), Durable: t.Durable, Duplicates: t.Dups,
+func Account(thing string, day time.Time, t DayTally, drops []Drop, ringRefused int64) Statement {
+	st := Statement{Thing: thing, Day: day.UTC().Format(time.DateOnly), Durable: t.Durable, Duplicates: t.Dups, RingRefused: ringRefused,
 		Dropped: map[string]int64{}, Outboxes: t.Seqs, Partial: t.RowsWithoutSeqs > 0}
 	if st.Outboxes == nil {
 		st.Outboxes = map[string][][2]uint64{}
@@ -234,7 +238,7 @@ func Account(thing string, day time.Time, t DayTally, drops []Drop) Statement {
 // later.
 func (s Statement) Digest() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%s|%d|%d|%d|%d|%d", s.Thing, s.Day, s.Assigned, s.Durable, s.DroppedTotal, s.Missing, s.Duplicates)
+	fmt.Fprintf(&b, "%s|%s|%d|%d|%d|%d|%d|%d", s.Thing, s.Day, s.Assigned, s.Durable, s.DroppedTotal, s.Missing, s.Duplicates, s.RingRefused)
 	reasons := make([]string, 0, len(s.Dropped))
 	for r := range s.Dropped {
 		reasons = append(reasons, r)

@@ -28,7 +28,7 @@ func TestCompletenessOfADay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := Account("gw-1:a", day, tally, []Drop{{FromSeq: 51, ToSeq: 60, Reason: "disk_cap"}})
+	st := Account("gw-1:a", day, tally, []Drop{{FromSeq: 51, ToSeq: 60, Reason: "disk_cap"}}, 0)
 	want := Statement{Thing: "gw-1:a", Day: "2026-03-02", Assigned: 120, Durable: 105,
 		Dropped: map[string]int64{"disk_cap": 10}, DroppedTotal: 10, Missing: 5, Duplicates: 11,
 		Outboxes: map[string][][2]uint64{"ob1": {{1, 50}, {61, 100}, {106, 120}}}}
@@ -45,7 +45,7 @@ func TestCompletenessOfADay(t *testing.T) {
 	if next.Durable != 10 || next.Dups != 0 {
 		t.Errorf("next day: durable %d, dups %d; want 10, 0", next.Durable, next.Dups)
 	}
-	if st.Digest() == Account("gw-1:a", day, tally, nil).Digest() {
+	if st.Digest() == Account("gw-1:a", day, tally, nil, 0).Digest() {
 		t.Error("digest ignores the drops")
 	}
 }
@@ -54,7 +54,7 @@ func TestCompletenessOfADay(t *testing.T) {
 // add to what was assigned; several reasons are kept apart.
 func TestAccountDropsOutsideTheRange(t *testing.T) {
 	tally := DayTally{Durable: 10, Seqs: map[string][][2]uint64{"ob1": {{11, 20}}}}
-	st := Account("b", t0, tally, []Drop{{1, 10, "ttl"}, {21, 25, "disk_cap"}})
+	st := Account("b", t0, tally, []Drop{{1, 10, "ttl"}, {21, 25, "disk_cap"}}, 0)
 	if st.Assigned != 25 || st.Missing != 0 || st.Dropped["ttl"] != 10 || st.Dropped["disk_cap"] != 5 {
 		t.Fatalf("statement = %+v; want assigned 25, missing 0, ttl 10, disk_cap 5", st)
 	}
