@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
@@ -124,6 +125,36 @@ func TestCompletenessCommand(t *testing.T) {
 		if !strings.Contains(text, w) {
 			t.Errorf("text output lacks %q", w)
 		}
+	}
+
+	// The day anchored in the tenant's chain, once.
+	out, err = runBin("completeness", "anchor", "--tenant", tnt, "--day", "2026-03-02", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stated struct {
+		Seq    uint64                         `json:"seq"`
+		Day    string                         `json:"day"`
+		Things map[string]completeness.Counts `json:"things"`
+		Digest string                         `json:"digest"`
+	}
+	if err := json.Unmarshal([]byte(out), &stated); err != nil {
+		t.Fatalf("anchor --json output: %v", err)
+	}
+	line := stated.Things[thing]
+	if stated.Day != "2026-03-02" || line.Missing != 5 || line.Duplicates != 11 || line.Digest != want.Digest() || stated.Seq != 2 {
+		t.Fatalf("stated = %+v; want day 2026-03-02, %s with 5 missing, 11 duplicates, digest %s, at seq 2", stated, thing, want.Digest())
+	}
+	rep, err := engine.NewVerifier(db, names.EventsTable(), 100).VerifyChain(ctx, tnt)
+	if err != nil || !rep.Intact || rep.HeadSeq != 2 {
+		t.Fatalf("chain after the anchor: %+v, %v; want intact with head seq 2", rep, err)
+	}
+	again, err := runBin("completeness", "anchor", "--tenant", tnt, "--day", "2026-03-02")
+	if err != nil || !strings.Contains(again, "already stated") {
+		t.Fatalf("second anchor said %q, %v; want \"already stated\"", again, err)
+	}
+	if _, err := runBin("completeness", "anchor", "--tenant", "nosuch-"+randHex(4)); err == nil {
+		t.Error("anchor of an unknown tenant succeeded; want exit 2")
 	}
 }
 
