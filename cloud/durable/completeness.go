@@ -109,27 +109,25 @@ func ReadDay(ctx context.Context, ddb RollupReader, table, thing string, day tim
 				continue
 			}
 			out.Rows++
-			if raw, _ := item["m"].(*types.AttributeValueMemberB); raw != nil {
-				if m, err := decodeMinutes(end, raw.Value); err == nil {
-					for _, kinds := range m {
-						for _, s := range kinds {
-							out.Durable += s.N
-						}
-					}
-				}
-			}
+			// A row with a tally counts its new seqs; one without (the
+			// layout before accounting) its minutes' samples. The two agree:
+			// a seq is new in one row only, and both leave out samples too
+			// old for a row.
 			c, _ := item["c"].(*types.AttributeValueMemberS)
-			if c == nil {
-				out.RowsWithoutSeqs++
-				continue
+			t, err := tally{}, error(nil)
+			if c != nil {
+				t, err = decodeTally(c.Value)
 			}
-			t, err := decodeTally(c.Value)
-			if err != nil {
+			if c == nil || err != nil {
 				out.RowsWithoutSeqs++
+				out.Durable += rowSamples(item, end)
 				continue
 			}
 			out.Dups += t.Dups
 			for ob, s := range t.Seqs {
+				for _, sp := range s {
+					out.Durable += int64(sp.To - sp.From + 1)
+				}
 				seqs[ob] = seqs[ob].union(s)
 			}
 		}
@@ -142,6 +140,25 @@ func ReadDay(ctx context.Context, ddb RollupReader, table, thing string, day tim
 		out.Seqs[ob] = toPairs(s)
 	}
 	return out, nil
+}
+
+// rowSamples is the samples a rollup row's minutes count.
+func rowSamples(item map[string]types.AttributeValue, end time.Time) int64 {
+	raw, _ := item["m"].(*types.AttributeValueMemberB)
+	if raw == nil {
+		return 0
+	}
+	m, err := decodeMinutes(end, raw.Value)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, kinds := range m {
+		for _, s := range kinds {
+			n += s.N
+		}
+	}
+	return n
 }
 
 // Drop is a range of seqs the gateway dropped unsent (bowl.telemetry_dropped)
