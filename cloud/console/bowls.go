@@ -326,7 +326,7 @@ func (c *Console) completeness(ctx context.Context, thing string, evs []bowlEven
 	}
 	var out []durable.Statement
 	for i := range days {
-		day := end.UTC().Truncate(24*time.Hour).Add(-time.Duration(i) * 24 * time.Hour)
+		day := end.UTC().Truncate(24 * time.Hour).Add(-time.Duration(i) * 24 * time.Hour)
 		t, err := durable.ReadDay(ctx, c.cfg.Rollups, c.cfg.Names.TelemetryTable(), thing, day)
 		if err != nil {
 			return out, err

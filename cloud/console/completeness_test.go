@@ -24,7 +24,7 @@ func (d dayRollups) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(
 	}
 	return &dynamodb.QueryOutput{Items: []map[string]types.AttributeValue{{
 		"pk": &types.AttributeValueMemberS{Value: "ROLLUP#gw-1:a"},
-		"sk": &types.AttributeValueMemberS{Value: d.day.Add(10*time.Hour + 30*time.Minute).Format("2006-01-02T15:04") + "#p-1"},
+		"sk": &types.AttributeValueMemberS{Value: d.day.Add(10*time.Hour+30*time.Minute).Format("2006-01-02T15:04") + "#p-1"},
 		"c":  &types.AttributeValueMemberS{Value: `{"seqs":{"ob1":[[1,50],[61,100]]},"dups":3}`},
 	}}}, nil
 }
