@@ -54,7 +54,10 @@ func TestCompletenessCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	// Yesterday: the rollup rows' TTL (3 days after their window) must lie
+	// ahead, or DynamoDB Local deletes them during the test.
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	dayArg := day.Format(time.DateOnly)
 	t0 := day.Add(10 * time.Hour)
 	cfg := durable.DefaultConfig()
 	db := dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions)
@@ -100,7 +103,7 @@ func TestCompletenessCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, err := runBin("completeness", "--thing", thing, "--day", "2026-03-02", "--json")
+	out, err := runBin("completeness", "--thing", thing, "--day", dayArg, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +111,7 @@ func TestCompletenessCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("--json output: %v", err)
 	}
-	want := durable.Statement{Thing: thing, Day: "2026-03-02", Assigned: 120, Durable: 105,
+	want := durable.Statement{Thing: thing, Day: dayArg, Assigned: 120, Durable: 105,
 		Dropped: map[string]int64{"disk_cap": 10}, DroppedTotal: 10, Missing: 5, Duplicates: 11,
 		Outboxes: map[string][][2]uint64{"ob1": {{1, 50}, {61, 100}, {106, 120}}}}
 	if !reflect.DeepEqual(got, want) {
@@ -117,7 +120,7 @@ func TestCompletenessCommand(t *testing.T) {
 	if !strings.Contains(out, `"digest": "`+want.Digest()+`"`) {
 		t.Errorf("output lacks the digest %s", want.Digest())
 	}
-	text, err := runBin("completeness", "--thing", thing, "--day", "2026-03-02")
+	text, err := runBin("completeness", "--thing", thing, "--day", dayArg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,7 @@ func TestCompletenessCommand(t *testing.T) {
 	}
 
 	// The day anchored in the tenant's chain, once.
-	out, err = runBin("completeness", "anchor", "--tenant", tnt, "--day", "2026-03-02", "--json")
+	out, err = runBin("completeness", "anchor", "--tenant", tnt, "--day", dayArg, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,14 +145,14 @@ func TestCompletenessCommand(t *testing.T) {
 		t.Fatalf("anchor --json output: %v", err)
 	}
 	line := stated.Things[thing]
-	if stated.Day != "2026-03-02" || line.Missing != 5 || line.Duplicates != 11 || line.Digest != want.Digest() || stated.Seq != 2 {
-		t.Fatalf("stated = %+v; want day 2026-03-02, %s with 5 missing, 11 duplicates, digest %s, at seq 2", stated, thing, want.Digest())
+	if stated.Day != dayArg || line.Missing != 5 || line.Duplicates != 11 || line.Digest != want.Digest() || stated.Seq != 2 {
+		t.Fatalf("stated = %+v; want day %s, %s with 5 missing, 11 duplicates, digest %s, at seq 2", stated, dayArg, thing, want.Digest())
 	}
 	rep, err := engine.NewVerifier(db, names.EventsTable(), 100).VerifyChain(ctx, tnt)
 	if err != nil || !rep.Intact || rep.HeadSeq != 2 {
 		t.Fatalf("chain after the anchor: %+v, %v; want intact with head seq 2", rep, err)
 	}
-	again, err := runBin("completeness", "anchor", "--tenant", tnt, "--day", "2026-03-02")
+	again, err := runBin("completeness", "anchor", "--tenant", tnt, "--day", dayArg)
 	if err != nil || !strings.Contains(again, "already stated") {
 		t.Fatalf("second anchor said %q, %v; want \"already stated\"", again, err)
 	}
