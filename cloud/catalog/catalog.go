@@ -22,6 +22,10 @@ const (
 	TypeOrderCreated     = "com.order_created"
 	TypePaymentCompleted = "com.payment_completed"
 	TypeAppetiteDropped  = "pet.appetite_dropped"
+	// TypeCompletenessStated anchors a tenant's day of telemetry in its
+	// chain: per bowl the completeness counts and a digest
+	// (docs/completeness.md), once per tenant and UTC day.
+	TypeCompletenessStated = "audit.completeness_stated"
 )
 
 // Subscriptions, by name (the inbox key and the handler binding).
@@ -49,6 +53,9 @@ const (
 	// ProducerSubscribers is the cloud subscribers run by the worker
 	// (record_intake emits pet.appetite_dropped).
 	ProducerSubscribers = "subscribers"
+	// ProducerCompleteness is `bowline completeness anchor`, the daily
+	// job that states each tenant's day (docs/completeness.md).
+	ProducerCompleteness = "completeness"
 )
 
 // Entities whose app-table rows produce row.<entity>.<op> events.
@@ -69,11 +76,13 @@ func Bowline() engine.Catalog {
 			{Name: TypeOrderCreated, Fields: []string{"order_id", "customer_id", "pet_id", "items", "amount_cents", "currency"}, Description: "an order was placed"},
 			{Name: TypePaymentCompleted, Fields: []string{"order_id", "payment_id", "amount_cents", "currency", "customer_id", "pet_id", "items"}, Description: "an order was paid"},
 			{Name: TypeAppetiteDropped, Fields: []string{"pet_tag", "day", "grams", "average_g", "days"}, Description: "a pet ate under half its 7-day average in a day"},
+			{Name: TypeCompletenessStated, Fields: []string{"day", "things", "digest"}, Description: "a tenant's day of telemetry accounted for, per bowl: assigned, durable, dropped, missing, duplicates, and a digest"},
 		},
 		Producers: []engine.Producer{
 			{Name: ProducerIngest, Emits: []string{TypeMealFinished, TypeRefilled, TypeFoodLow, TypeEmpty, TypeDeviceFault, TypeTelemetryDropped, TypeCounterReset, TypeDataGap}},
 			{Name: ProducerAPI, Emits: []string{TypeOrderCreated, TypePaymentCompleted}},
 			{Name: ProducerSubscribers, Emits: []string{TypeAppetiteDropped}},
+			{Name: ProducerCompleteness, Emits: []string{TypeCompletenessStated}},
 		},
 		Subscriptions: []engine.Subscription{
 			{Name: SubShopifyMirror, Pattern: TypePaymentCompleted, Lane: engine.Durable},

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/completeness"
+	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/attr"
@@ -307,6 +309,32 @@ type bowlDetail struct {
 	Others    []bowlEvent // refills, faults, gaps, low, empty; newest first
 	Intake    []intakeDay
 	IntakeErr string
+	// Complete is the bowl's completeness on its clock's today and
+	// yesterday, newest first (cloud/completeness); CompleteErr says why
+	// it could not be read.
+	Complete    []durable.Statement
+	CompleteErr string
+}
+
+// completeness states thing's days ending with the bowl-clock day of end:
+// one Query of rollup rows per day, the drops and ring refusals from evs
+// (the bowl's events this console holds).
+func (c *Console) completeness(ctx context.Context, thing string, evs []bowlEvent, end time.Time, days int) ([]durable.Statement, error) {
+	envs := make([]engine.Envelope, len(evs))
+	for i, e := range evs {
+		envs[i] = e.Env
+	}
+	var out []durable.Statement
+	for i := range days {
+		day := end.UTC().Truncate(24 * time.Hour).Add(-time.Duration(i) * 24 * time.Hour)
+		t, err := durable.ReadDay(ctx, c.cfg.Rollups, c.cfg.Names.TelemetryTable(), thing, day)
+		if err != nil {
+			return out, err
+		}
+		drops, refused := completeness.FromEvents(envs, thing, day)
+		out = append(out, durable.Account(thing, day, t, drops, refused))
+	}
+	return out, nil
 }
 
 func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session) {
@@ -411,6 +439,9 @@ func (c *Console) bowlPage(w http.ResponseWriter, r *http.Request, sess session)
 			break
 		}
 		d.Intake = append(d.Intake, days...)
+	}
+	if d.Complete, err = c.completeness(ctx, thing, evs, end, 2); err != nil {
+		d.CompleteErr = err.Error()
 	}
 	c.render(w, r, http.StatusOK, "bowl", page{Title: "Bowl " + thing, Nav: "bowls", CSRF: sess.csrf, LiveURL: Prefix + "bowls/" + thing + "?window=" + d.Window, Data: d})
 }

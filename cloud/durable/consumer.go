@@ -169,19 +169,24 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 		before := t.spans.holes()
 		var b *bowlRollup
 		for _, x := range s.samples {
-			if t.spans.contains(x.seq) {
+			if b == nil {
+				b = c.bowl(s.thing)
+				bowls = append(bowls, b)
+			}
+			dup := t.spans.contains(x.seq)
+			at := fix.correct(x.at)
+			b.mu.Lock()
+			b.note(at, d.outbox, x.seq, dup, c.window(), c.cfg.Now())
+			if !dup {
+				b.add(at, x.kind, x.value, c.window(), c.cfg.Now())
+			}
+			b.mu.Unlock()
+			if dup {
 				dups++
 				continue
 			}
 			fresh++
 			t.spans = t.spans.add(x.seq, x.seq)
-			if b == nil {
-				b = c.bowl(s.thing)
-				bowls = append(bowls, b)
-			}
-			b.mu.Lock()
-			b.add(fix.correct(x.at), x.kind, x.value, c.window(), c.cfg.Now())
-			b.mu.Unlock()
 		}
 		if t.tidy(before) {
 			st.dirty = true // a hole opened or closed

@@ -33,8 +33,10 @@ import (
 //	               m (B: the minutes of the window this write carries,
 //	               encodeMinutes: per kind per minute count and last
 //	               value, and for weight_g min, max and sum, in varints of
-//	               thousandths), ttl (N, epoch seconds: the window's
-//	               end + RollupTTL)
+//	               thousandths), c (S, JSON of storedTally, absent when
+//	               empty: the write's new seqs per outbox as spans and the
+//	               duplicates collapsed, completeness.go), ttl (N, epoch
+//	               seconds: the window's end + RollupTTL)
 //
 // Each row is put once, unconditionally, and never rewritten (rollup.go):
 // one per bowl per window of Config.RollupEvery, RollupSlack after the

@@ -79,10 +79,15 @@ type windowRollup struct {
 	sending minutes
 	token   string
 	delta   minutes
+	// tally and sendingTally are the seqs and duplicates of delta and
+	// sending (completeness.go).
+	tally, sendingTally tally
 }
 
 // idle reports whether w holds nothing unwritten.
-func (w *windowRollup) idle() bool { return len(w.delta) == 0 && w.sending == nil }
+func (w *windowRollup) idle() bool {
+	return len(w.delta) == 0 && w.sending == nil && w.tally.empty()
+}
 
 // bowlRollup is one bowl's unwritten rollups in memory, per window. A
 // lost process loses them, which costs presentation data only (the
@@ -110,15 +115,11 @@ func (b *bowlRollup) pending() bool {
 // window. A sample whose row would already have expired is left out.
 func (b *bowlRollup) add(at time.Time, kind string, v float64, window time.Duration, now time.Time) {
 	at = at.UTC()
-	start := at.Truncate(window)
-	if start.Add(window + RollupTTL).Before(now) {
+	w := b.windowOf(at, window, now)
+	if w == nil {
 		return
 	}
-	w := b.windows[start]
-	if w == nil {
-		w = &windowRollup{start: start, delta: minutes{}}
-		b.windows[start] = w
-	}
+	start := w.start
 	off := int(at.Sub(start) / time.Minute)
 	if w.delta[off] == nil {
 		w.delta[off] = map[string]*stats{}
@@ -129,6 +130,36 @@ func (b *bowlRollup) add(at time.Time, kind string, v float64, window time.Durat
 		w.delta[off][kind] = s
 	}
 	s.add(kind, at, v)
+}
+
+// windowOf returns the window of at, creating it; nil when its row would
+// already have expired.
+func (b *bowlRollup) windowOf(at time.Time, window time.Duration, now time.Time) *windowRollup {
+	start := at.UTC().Truncate(window)
+	if start.Add(window + RollupTTL).Before(now) {
+		return nil
+	}
+	w := b.windows[start]
+	if w == nil {
+		w = &windowRollup{start: start, delta: minutes{}}
+		b.windows[start] = w
+	}
+	return w
+}
+
+// note counts one sample of outbox's seq taken at at (the gateway's
+// clock, corrected) in its window's tally: a new seq, or a duplicate
+// collapsed.
+func (b *bowlRollup) note(at time.Time, outbox string, seq uint64, dup bool, window time.Duration, now time.Time) {
+	w := b.windowOf(at, window, now)
+	if w == nil {
+		return
+	}
+	if dup {
+		w.tally.Dups++
+		return
+	}
+	w.tally.addSeq(outbox, seq)
 }
 
 // window is the length of a rollup window: RollupEvery, or a minute when
@@ -198,6 +229,7 @@ func (c *Consumer) due(b *bowlRollup, now time.Time) bool {
 func (c *Consumer) writeWindow(ctx context.Context, thing string, w *windowRollup) error {
 	if w.sending == nil {
 		w.sending, w.delta = w.delta, minutes{}
+		w.sendingTally, w.tally = w.tally, tally{}
 		w.token = c.id + "-" + strconv.FormatUint(c.writes.Add(1), 36)
 	}
 	end := w.start.Add(c.window())
@@ -205,6 +237,9 @@ func (c *Consumer) writeWindow(ctx context.Context, thing string, w *windowRollu
 	item["entity"] = &types.AttributeValueMemberS{Value: RollupEntity}
 	item["m"] = &types.AttributeValueMemberB{Value: encodeMinutes(w.start, end, w.sending)}
 	item["ttl"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(end.Add(RollupTTL).Unix(), 10)}
+	if !w.sendingTally.empty() {
+		item["c"] = &types.AttributeValueMemberS{Value: w.sendingTally.encode()}
+	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	_, err := c.cfg.DB.PutItem(cctx, &dynamodb.PutItemInput{TableName: aws.String(c.cfg.Table), Item: item})
 	cancel()
@@ -212,7 +247,7 @@ func (c *Consumer) writeWindow(ctx context.Context, thing string, w *windowRollu
 		return fmt.Errorf("write rollup of %s window %s: %w", thing, w.start.Format(RollupLayout), err)
 	}
 	c.obs.RollupWrite("ok")
-	w.sending, w.token = nil, ""
+	w.sending, w.token, w.sendingTally = nil, "", tally{}
 	return nil
 }
 

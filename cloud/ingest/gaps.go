@@ -35,6 +35,15 @@ type span struct{ From, To uint64 }
 type seqState struct {
 	Spans   []span
 	Noticed map[uint64]time.Time
+	// Seen is the latest gateway (bowl) time of the lane's events,
+	// corrected as docs/clock.md says; zero until one carried a time.
+	Seen time.Time
+	// BowlNoticed is, per hole's first seq, the gateway time of the latest
+	// event before the hole was noticed (Seen then): bowl.data_gap's
+	// missing_since, so a gap is placed on the bowls' clock, never the
+	// wall clock ingest runs on. Noticed stays on the wall clock: the
+	// grace is measured there, since Check runs when no event comes.
+	BowlNoticed map[uint64]time.Time
 	// Forgot counts the holes (and their seqs) merged away by summarise.
 	Forgot forgotten
 }
@@ -70,22 +79,36 @@ func (s *seqState) holes() []span {
 	return h
 }
 
-// due notes when each hole was first seen (now, for new ones), forgets
-// notes of holes that closed, and returns the holes missing for longer than
-// grace with the time they were first noticed.
-func (s *seqState) due(now time.Time, grace time.Duration) (holes []span, since []time.Time) {
+// due notes when each hole was first seen (now on the wall clock, and
+// bowlAt on the gateway's, for new ones), forgets notes of holes that
+// closed, and returns the holes missing for longer than grace (on the
+// wall clock) with the gateway time they were first noticed at (the wall
+// time when no event of the lane carried a gateway time).
+func (s *seqState) due(now, bowlAt time.Time, grace time.Duration) (holes []span, since []time.Time) {
 	notes := make(map[uint64]time.Time)
+	bowl := make(map[uint64]time.Time)
 	for _, h := range s.holes() {
 		t, ok := s.Noticed[h.From]
 		if !ok {
 			t = now
 		}
 		notes[h.From] = t
+		b, ok := s.BowlNoticed[h.From]
+		if !ok {
+			b = bowlAt
+		}
+		if !b.IsZero() {
+			bowl[h.From] = b
+		}
 		if now.Sub(t) >= grace {
-			holes, since = append(holes, h), append(since, t)
+			at := b
+			if at.IsZero() {
+				at = t
+			}
+			holes, since = append(holes, h), append(since, at)
 		}
 	}
-	s.Noticed = notes
+	s.Noticed, s.BowlNoticed = notes, bowl
 	return holes, since
 }
 
@@ -100,6 +123,7 @@ func (s *seqState) summarise(maxSpans int) (holes int) {
 		s.Forgot.Holes++
 		s.Forgot.Seqs += h.To - h.From + 1
 		delete(s.Noticed, h.From)
+		delete(s.BowlNoticed, h.From)
 		s.Spans[1].From = s.Spans[0].From
 		s.Spans = s.Spans[1:]
 		holes++
@@ -109,9 +133,13 @@ func (s *seqState) summarise(maxSpans int) (holes int) {
 
 // clone returns a deep copy of s.
 func (s seqState) clone() seqState {
-	c := seqState{Spans: slices.Clone(s.Spans), Noticed: make(map[uint64]time.Time, len(s.Noticed)), Forgot: s.Forgot}
+	c := seqState{Spans: slices.Clone(s.Spans), Noticed: make(map[uint64]time.Time, len(s.Noticed)), Seen: s.Seen,
+		BowlNoticed: make(map[uint64]time.Time, len(s.BowlNoticed)), Forgot: s.Forgot}
 	for k, v := range s.Noticed {
 		c.Noticed[k] = v
+	}
+	for k, v := range s.BowlNoticed {
+		c.BowlNoticed[k] = v
 	}
 	return c
 }
@@ -134,10 +162,12 @@ type DataGap struct {
 }
 
 // observation is a range of seqs of one thing's lane that is durable (or
-// accounted for: dropped at the edge, or rejected).
+// accounted for: dropped at the edge, or rejected), and the gateway (bowl)
+// time of its event, corrected; zero when unknown (a rejected message).
 type observation struct {
 	key      laneKey
 	from, to uint64
+	at       time.Time
 }
 
 // ackGroup is an acknowledgement waiting for the rows of all its
@@ -157,6 +187,7 @@ func (a *ackGroup) done() {
 // acknowledgements they hold back.
 type pendingLane struct {
 	st   seqState
+	seen time.Time // the latest gateway time of the observations
 	acks []*ackGroup
 }
 
@@ -219,6 +250,9 @@ func (g *gapTracker) Record(ack func(), obs ...observation) {
 			g.pending[o.key] = p
 		}
 		p.st.add(o.from, o.to)
+		if o.at.After(p.seen) {
+			p.seen = o.at
+		}
 		p.acks = append(p.acks, a)
 	}
 	g.mu.Unlock()
@@ -299,7 +333,7 @@ func (g *gapTracker) writeRound(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			open, err := g.sync(ctx, k, p.st.Spans, false)
+			open, err := g.sync(ctx, k, p.st.Spans, p.seen, false)
 			if err != nil {
 				g.mu.Lock()
 				q := g.pending[k]
@@ -309,6 +343,9 @@ func (g *gapTracker) writeRound(ctx context.Context) error {
 				}
 				for _, sp := range p.st.Spans {
 					q.st.add(sp.From, sp.To)
+				}
+				if p.seen.After(q.seen) {
+					q.seen = p.seen
 				}
 				q.acks = append(q.acks, p.acks...)
 				g.mu.Unlock()
@@ -348,7 +385,7 @@ func (g *gapTracker) Check(ctx context.Context) error {
 	g.mu.Unlock()
 	var errs []error
 	for _, k := range keys {
-		open, err := g.sync(ctx, k, nil, true)
+		open, err := g.sync(ctx, k, nil, time.Time{}, true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -358,9 +395,10 @@ func (g *gapTracker) Check(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// sync merges spans into k's row with optimistic locking; with raise it
-// also raises the gaps that are due. It reports whether holes remain.
-func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, raise bool) (bool, error) {
+// sync merges spans, whose latest gateway time is seen, into k's row with
+// optimistic locking; with raise it also raises the gaps that are due. It
+// reports whether holes remain.
+func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, seen time.Time, raise bool) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		g.mu.Lock()
 		c, ok := g.cache[k]
@@ -383,8 +421,18 @@ func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, raise bo
 			st.Noticed = make(map[uint64]time.Time)
 		}
 		before := st.clone()
+		// A hole these spans open is stamped with the lane's gateway time
+		// before them: that of the latest event below the hole when events
+		// come in order (the first ones' own time on a new lane).
+		bowlAt := st.Seen
+		if bowlAt.IsZero() {
+			bowlAt = seen
+		}
 		for _, sp := range spans {
 			st.add(sp.From, sp.To)
+		}
+		if seen.After(st.Seen) {
+			st.Seen = seen
 		}
 		if len(st.Spans) == 0 {
 			return false, nil
@@ -392,7 +440,7 @@ func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, raise bo
 		if n := st.summarise(g.maxSpans); n > 0 {
 			g.log.Warn("seq row at its span limit: oldest holes forgotten, not raised", "thing", k.thing, "lane", k.lane, "holes", n, "max_spans", g.maxSpans, "forgotten_total", st.Forgot.Holes)
 		}
-		holes, since := st.due(g.now(), g.grace)
+		holes, since := st.due(g.now(), bowlAt, g.grace)
 		if raise {
 			for i, h := range holes {
 				gap := DataGap{Thing: k.thing, Lane: k.lane, FromSeq: h.From, ToSeq: h.To, MissingSince: since[i].UTC()}
@@ -402,7 +450,7 @@ func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, raise bo
 				st.add(h.From, h.To)
 			}
 			if len(holes) > 0 {
-				st.due(g.now(), g.grace) // forget the notes of closed holes
+				st.due(g.now(), bowlAt, g.grace) // forget the notes of closed holes
 			}
 		}
 		if version > 0 && sameState(before, st) {
@@ -431,11 +479,18 @@ func (g *gapTracker) sync(ctx context.Context, k laneKey, spans []span, raise bo
 
 // sameState reports whether a and b would store the same row.
 func sameState(a, b seqState) bool {
-	if !slices.Equal(a.Spans, b.Spans) || a.Forgot != b.Forgot || len(a.Noticed) != len(b.Noticed) {
+	if !slices.Equal(a.Spans, b.Spans) || a.Forgot != b.Forgot || !a.Seen.Equal(b.Seen) {
 		return false
 	}
-	for k, v := range a.Noticed {
-		if w, ok := b.Noticed[k]; !ok || !w.Equal(v) {
+	return sameTimes(a.Noticed, b.Noticed) && sameTimes(a.BowlNoticed, b.BowlNoticed)
+}
+
+func sameTimes(a, b map[uint64]time.Time) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !w.Equal(v) {
 			return false
 		}
 	}
@@ -443,9 +498,12 @@ func sameState(a, b seqState) bool {
 }
 
 type storedState struct {
-	Spans     [][2]uint64       `json:"spans"`
-	Noticed   map[string]string `json:"noticed,omitempty"`
-	Forgotten *forgotten        `json:"forgotten,omitempty"`
+	Spans   [][2]uint64       `json:"spans"`
+	Noticed map[string]string `json:"noticed,omitempty"`
+	// Seen and BowlNoticed are on the gateway's clock (seqState).
+	Seen        string            `json:"seen,omitempty"`
+	BowlNoticed map[string]string `json:"bowl_noticed,omitempty"`
+	Forgotten   *forgotten        `json:"forgotten,omitempty"`
 }
 
 func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, error) {
@@ -466,25 +524,50 @@ func (g *gapTracker) load(ctx context.Context, k laneKey) (seqState, int64, erro
 			return seqState{}, 0, fmt.Errorf("seq state of %s %s: %w", k.thing, k.lane, err)
 		}
 	}
-	st := seqState{Noticed: make(map[uint64]time.Time)}
+	st := seqState{Noticed: parseTimes(ss.Noticed), BowlNoticed: parseTimes(ss.BowlNoticed)}
+	if ss.Seen != "" {
+		st.Seen, _ = time.Parse(time.RFC3339Nano, ss.Seen)
+	}
 	if ss.Forgotten != nil {
 		st.Forgot = *ss.Forgotten
 	}
 	for _, sp := range ss.Spans {
 		st.Spans = append(st.Spans, span{sp[0], sp[1]})
 	}
-	for from, at := range ss.Noticed {
+	return st, version, nil
+}
+
+// parseTimes reads a stored map of seq to RFC 3339 time, skipping what
+// does not parse.
+func parseTimes(m map[string]string) map[uint64]time.Time {
+	out := make(map[uint64]time.Time, len(m))
+	for from, at := range m {
 		f, err1 := strconv.ParseUint(from, 10, 64)
 		t, err2 := time.Parse(time.RFC3339Nano, at)
 		if err1 == nil && err2 == nil {
-			st.Noticed[f] = t
+			out[f] = t
 		}
 	}
-	return st, version, nil
+	return out
+}
+
+// formatTimes is parseTimes' inverse.
+func formatTimes(m map[uint64]time.Time) map[string]string {
+	out := make(map[string]string, len(m))
+	for f, t := range m {
+		out[strconv.FormatUint(f, 10)] = t.UTC().Format(time.RFC3339Nano)
+	}
+	return out
 }
 
 func (g *gapTracker) store(ctx context.Context, k laneKey, st seqState, version int64) error {
 	ss := storedState{Noticed: make(map[string]string)}
+	if len(st.BowlNoticed) > 0 {
+		ss.BowlNoticed = formatTimes(st.BowlNoticed)
+	}
+	if !st.Seen.IsZero() {
+		ss.Seen = st.Seen.UTC().Format(time.RFC3339Nano)
+	}
 	if st.Forgot.Holes > 0 {
 		ss.Forgotten = &st.Forgot
 	}

@@ -33,19 +33,19 @@ func TestSeqStateDueAfterGrace(t *testing.T) {
 	var s seqState
 	s.add(1, 10)
 	s.add(15, 20)
-	if h, _ := s.due(t0, time.Minute); len(h) != 0 {
+	if h, _ := s.due(t0, time.Time{}, time.Minute); len(h) != 0 {
 		t.Fatalf("due at first sight = %v; want none", h)
 	}
 	s.add(11, 12) // the hole shrinks to 13..14 and is a new hole
-	if h, _ := s.due(t0.Add(30*time.Second), time.Minute); len(h) != 0 {
+	if h, _ := s.due(t0.Add(30*time.Second), time.Time{}, time.Minute); len(h) != 0 {
 		t.Fatalf("due within grace = %v; want none", h)
 	}
-	h, since := s.due(t0.Add(91*time.Second), time.Minute)
+	h, since := s.due(t0.Add(91*time.Second), time.Time{}, time.Minute)
 	if want := []span{{13, 14}}; !reflect.DeepEqual(h, want) || !since[0].Equal(t0.Add(30*time.Second)) {
 		t.Fatalf("due after grace = %v since %v; want %v since %v", h, since, want, t0.Add(30*time.Second))
 	}
 	s.add(13, 14)
-	if h, _ := s.due(t0.Add(200*time.Second), time.Minute); len(h) != 0 || len(s.Noticed) != 0 {
+	if h, _ := s.due(t0.Add(200*time.Second), time.Time{}, time.Minute); len(h) != 0 || len(s.Noticed) != 0 {
 		t.Fatalf("after the hole filled: due %v, notes %v; want none", h, s.Noticed)
 	}
 }
@@ -96,7 +96,7 @@ func TestRecordAcksOnlyAfterRowWritten(t *testing.T) {
 	var acked atomic.Int32
 	k := laneKey{"t", "bowl-1", LaneEvents}
 	for s := uint64(1); s <= 10; s++ {
-		g.Record(func() { acked.Add(1) }, observation{k, s, s})
+		g.Record(func() { acked.Add(1) }, observation{key: k, from: s, to: s})
 	}
 	if err := g.writeRound(context.Background()); err == nil {
 		t.Fatal("writeRound during an outage = nil; want the error")
@@ -135,7 +135,7 @@ func TestSeqRowBoundedForEveryOtherSeq(t *testing.T) {
 	const msgs = 5000
 	base := uint64(1) << 40 // long seqs make the longest JSON
 	for i := range uint64(msgs) {
-		g.Record(nil, observation{k, base + 2*i, base + 2*i})
+		g.Record(nil, observation{key: k, from: base + 2*i, to: base + 2*i})
 		if i%100 == 99 {
 			if err := g.writeRound(context.Background()); err != nil {
 				t.Fatal(err)
@@ -163,4 +163,40 @@ func TestSeqRowBoundedForEveryOtherSeq(t *testing.T) {
 		t.Errorf("row is %d bytes; want well under DynamoDB's 400 KB", size)
 	}
 	t.Logf("row of %d spans: %d bytes", len(st.Spans), size)
+}
+
+// bowl.data_gap is stamped on the gateway's (bowl's) clock, not the wall
+// clock ingest runs on: missing_since is the corrected gateway time of the
+// last event before the hole, here a simulated day in 2030 while the wall
+// clock is in 2026 (docs/clock.md; issue 23 section 1).
+func TestGapStampedWithGatewayClock(t *testing.T) {
+	db := &memGapDB{items: map[string]map[string]types.AttributeValue{}}
+	wall := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return wall }
+	var raised []DataGap
+	raise := func(_ context.Context, _ string, g DataGap) error { raised = append(raised, g); return nil }
+	g := newGapTracker(db, "app", time.Hour, 1000, now, slog.New(slog.DiscardHandler), raise)
+	k := laneKey{"t", "bowl-1", LaneEvents}
+	bowl := time.Date(2030, 6, 1, 8, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	for _, s := range []uint64{1, 2, 3, 7, 8} {
+		g.Record(nil, observation{key: k, from: s, to: s, at: bowl.Add(time.Duration(s) * time.Minute)})
+		if err := g.writeRound(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	wall = wall.Add(2 * time.Hour) // past the grace, on the wall clock
+	mu.Unlock()
+	if err := g.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(raised) != 1 {
+		t.Fatalf("gaps raised = %v; want one (4..6)", raised)
+	}
+	want := bowl.Add(3 * time.Minute) // seq 3, the last event before the hole
+	if gp := raised[0]; gp.FromSeq != 4 || gp.ToSeq != 6 || !gp.MissingSince.Equal(want) {
+		t.Fatalf("gap = %d..%d missing since %s; want 4..6 since %s (the bowl's clock, not the wall's)", gp.FromSeq, gp.ToSeq, gp.MissingSince, want)
+	}
 }

@@ -203,7 +203,7 @@ func (in *Ingester) handleEvent(ctx context.Context, m message) error {
 		if m.ack != nil {
 			m.ack()
 		}
-	}, observation{laneKey{tp.Tenant, tp.Thing, LaneEvents}, ev.Seq, ev.Seq})
+	}, observation{laneKey{tp.Tenant, tp.Thing, LaneEvents}, ev.Seq, ev.Seq, ev.At})
 	return nil
 }
 
@@ -220,5 +220,5 @@ func rejectedSeqs(m message) []observation {
 	if json.Unmarshal(m.raw, &p) != nil || p.Seq == 0 {
 		return nil
 	}
-	return []observation{{laneKey{m.tp.Tenant, m.tp.Thing, LaneEvents}, p.Seq, p.Seq}}
+	return []observation{{key: laneKey{m.tp.Tenant, m.tp.Thing, LaneEvents}, from: p.Seq, to: p.Seq}}
 }

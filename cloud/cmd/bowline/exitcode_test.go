@@ -63,6 +63,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{[]string{"dev", "fail", "nosuch", "503"}, []string{`"nosuch"`, "notify, shipping, shopify"}},
 		{[]string{"dev", "fail", "shopify", "999"}, []string{`"999"`, "100-599"}},
 		{[]string{"dev", "--shop-fail-rate", "2"}, []string{"--shop-fail-rate"}},
+		{[]string{"completeness"}, []string{"--thing is required"}},
+		{[]string{"completeness", "--thing", nosuch}, []string{"unknown thing", nosuch}},
+		{[]string{"completeness", "--thing", "b1", "--day", "yesterday"}, []string{`"yesterday"`, "YYYY-MM-DD"}},
 	}
 	for _, tt := range tests {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard

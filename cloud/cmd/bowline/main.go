@@ -35,6 +35,7 @@ func main() {
 			{Name: "emit", Summary: "emit one event through the engine", Run: runEmit},
 			{Name: "verify-chain", Summary: "verify tenants' hash chains", Run: runVerifyChain},
 			{Name: "anchor", Summary: anchorSummary, Run: runAnchor},
+			{Name: "completeness", Summary: completenessSummary, Run: runCompleteness},
 			{Name: "dead-letters", Summary: "list dead letters; replay ingest's (dead-letters replay)", Run: runDeadLetters},
 			{Name: "rule-errors", Summary: "put the topic rules' failed messages back into their streams (rule-errors replay)", Run: runRuleErrors},
 			{Name: "redrive", Summary: "move dead-lettered events back to the events queue", Run: runRedrive},

@@ -1,0 +1,148 @@
+// Package completeness states, per bowl and UTC day on the bowl's clock,
+// what became of its samples: assigned a seq by the gateway (acknowledged
+// to the MCU), durable in the telemetry stream, dropped at the gateway and
+// why, refused by the MCU's full ring, missing, and duplicates collapsed
+// (docs/completeness.md).
+//
+// It adds no write to the data path: the counts and seqs come from the
+// telemetry consumer's rollup rows (durable.ReadDay), the drops and ring
+// refusals from the tenant's event log (bowl.telemetry_dropped,
+// bowl.device_fault code 4).
+package completeness
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/attr"
+)
+
+// FaultRingOverflow is the MCU's fault code for readings refused with its
+// ring full (firmware-bridge/PROTOCOL.md).
+const FaultRingOverflow = 4
+
+// refusedRE reads the count out of a ring overflow fault's detail,
+// "<n> readings refused: ring full".
+var refusedRE = regexp.MustCompile(`^(\d+) readings? refused`)
+
+// DB is the part of DynamoDB Day reads: the rollups and the event log.
+type DB interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// Tables names the tables Day reads.
+type Tables struct {
+	// Telemetry is resources.Names.TelemetryTable (the rollups).
+	Telemetry string
+	// Events is resources.Names.EventsTable (the tenant's log).
+	Events string
+}
+
+// Day states thing's (of tenant) completeness on day, reading its rollup
+// rows of the day (one Query) and tenant's event log (every event row:
+// the log has no index by thing or time, so this costs the tenant's whole
+// log in read units; an operator's tool, not a page's).
+func Day(ctx context.Context, db DB, tables Tables, tenant, thing string, day time.Time) (durable.Statement, error) {
+	t, err := durable.ReadDay(ctx, db, tables.Telemetry, thing, day)
+	if err != nil {
+		return durable.Statement{}, err
+	}
+	envs, err := readLog(ctx, db, tables.Events, tenant)
+	if err != nil {
+		return durable.Statement{}, err
+	}
+	drops, refused := FromEvents(envs, thing, day)
+	return durable.Account(thing, day, t, drops, refused), nil
+}
+
+// FromEvents returns thing's drops reported on day (bowl clock: a drop's
+// last sample time) and the readings its MCU refused that day (the sum of
+// its ring overflow faults' counts, by device_at).
+func FromEvents(envs []engine.Envelope, thing string, day time.Time) ([]durable.Drop, int64) {
+	start := day.UTC().Truncate(24 * time.Hour)
+	inDay := func(t time.Time) bool { return !t.Before(start) && t.Before(start.Add(24*time.Hour)) }
+	var drops []durable.Drop
+	var refused int64
+	for _, e := range envs {
+		if th, _ := e.Payload["thing"].(string); th != thing {
+			continue
+		}
+		switch e.Type {
+		case catalog.TypeTelemetryDropped:
+			at := payloadTime(e.Payload, "to")
+			if at.IsZero() {
+				at = payloadTime(e.Payload, "from")
+			}
+			if !inDay(at) {
+				continue
+			}
+			from, ok1 := payloadUint(e.Payload, "from_seq")
+			to, ok2 := payloadUint(e.Payload, "to_seq")
+			if !ok1 || !ok2 {
+				continue
+			}
+			reason, _ := e.Payload["reason"].(string)
+			drops = append(drops, durable.Drop{FromSeq: from, ToSeq: to, Reason: reason})
+		case catalog.TypeDeviceFault:
+			code, _ := payloadUint(e.Payload, "code")
+			if code != FaultRingOverflow || !inDay(payloadTime(e.Payload, "device_at")) {
+				continue
+			}
+			detail, _ := e.Payload["detail"].(string)
+			if m := refusedRE.FindStringSubmatch(detail); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				refused += n
+			}
+		}
+	}
+	return drops, refused
+}
+
+func payloadTime(p map[string]any, k string) time.Time {
+	s, _ := p[k].(string)
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+func payloadUint(p map[string]any, k string) (uint64, bool) {
+	v, ok := p[k].(float64)
+	if !ok || v < 0 {
+		return 0, false
+	}
+	return uint64(v), true
+}
+
+// readLog reads every event of tenant, oldest first.
+func readLog(ctx context.Context, db DB, table, tenant string) ([]engine.Envelope, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(engine.EventPK(tenant))},
+	}
+	var out []engine.Envelope
+	for {
+		page, err := db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("read events of tenant %q: %w", tenant, err)
+		}
+		for _, it := range page.Items {
+			if env, err := engine.DecodeItem(it); err == nil {
+				out = append(out, env)
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
