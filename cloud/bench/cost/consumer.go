@@ -65,8 +65,9 @@ type realConsumer struct {
 
 	invocations, records atomic.Int64
 	handlerNanos         atomic.Int64
-	// cpuNanos is the time decoding the same records again took, outside
-	// the handler: the CPU-bound part of its work (a lower bound).
+	// cpuNanos is the thread CPU time decoding the same records again
+	// took, outside the handler: the CPU-bound part of its work (a lower
+	// bound), not inflated by the machine's load (cpuTime).
 	cpuNanos         atomic.Int64
 	publishes, units atomic.Int64
 	shards           sync.Map // shard id -> struct{}, the shards records came from
@@ -146,19 +147,19 @@ func (s *realConsumer) Start(ctx context.Context, env Env) error {
 }
 
 // timed counts h's calls (Lambda invocations), their records and their
-// wall time (the billed duration at full CPU), and times decoding the
-// records again (the CPU-bound part, which Lambda stretches below a full
-// vCPU: gbSeconds).
+// wall time (the billed duration at full CPU), and takes the CPU time of
+// decoding the records again (the CPU-bound part, which Lambda stretches
+// below a full vCPU: gbSeconds).
 func (s *realConsumer) timed(h eventsource.Handler) eventsource.Handler {
 	return func(ctx context.Context, recs []eventsource.Record) (string, error) {
 		start := time.Now()
 		retry, err := h(ctx, recs)
 		s.handlerNanos.Add(int64(time.Since(start)))
-		start = time.Now()
-		for _, r := range recs {
-			_, _ = durable.DecodeRecord(r.Data)
-		}
-		s.cpuNanos.Add(int64(time.Since(start)))
+		s.cpuNanos.Add(int64(cpuTime(func() {
+			for _, r := range recs {
+				_, _ = durable.DecodeRecord(r.Data)
+			}
+		})))
 		s.invocations.Add(1)
 		s.records.Add(int64(len(recs)))
 		for _, r := range recs {

@@ -24,7 +24,7 @@ func runNotes(c pricing.Counts, x runExtra) []string {
 	k := x.Consumer
 	if k.Invocations > 0 {
 		notes = append(notes,
-			fmt.Sprintf("consumer: %d invocations, %d records (%.1f per invocation), handler %v (%.2f ms per record, of which %.2f ms decoding on a full core) at %d MB arm64 = %.4f GB-s (at 128, 256, 512, 1024 MB: %s); at scale invocations follow records per shard in batches of %d per %v",
+			fmt.Sprintf("consumer: %d invocations, %d records (%.1f per invocation), handler %v (%.2f ms per record, of which %.2f ms decoding, thread CPU time) at %d MB arm64 = %.4f GB-s (at 128, 256, 512, 1024 MB: %s); at scale invocations follow records per shard in batches of %d per %v",
 				k.Invocations, k.Records, float64(k.Records)/float64(k.Invocations), k.Handler.Round(time.Millisecond),
 				float64(k.Handler.Microseconds())/1000/float64(max(1, k.Records)), float64(k.CPU.Microseconds())/1000/float64(max(1, k.Records)),
 				k.MemoryMB, gbSeconds(k.Handler, k.CPU, k.MemoryMB), memoryTable(k), k.BatchSize, k.BatchWindow),
