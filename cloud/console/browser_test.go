@@ -496,11 +496,20 @@ func TestConsoleInABrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A payment of another amount is refused first; the order shows it.
+		if _, err := c.Pay(ctx, order, "pay_"+randHex(6), 4000); err == nil || !strings.Contains(err.Error(), "40.00 USD") {
+			t.Errorf("a payment of 40.00 USD for a 49.99 USD order: %v; want refused, saying 40.00 USD", err)
+		}
 		if _, err := c.Pay(ctx, order, "pay_"+randHex(6), 4999); err != nil {
 			t.Fatal(err)
 		}
 		op.open(t, sys.ConsoleURL()+"commerce")
 		op.waitJS(t, "the order on the commerce page", waitLong, fmt.Sprintf(`!!document.querySelector('table.orders tr[data-order=%q]')`, order))
+		refused := fmt.Sprintf(`document.querySelector('table.orders tr[data-order=%q] .refused')`, order)
+		op.waitJS(t, "the refused payment on its order", waitLong, `!!`+refused)
+		if txt, _ := js[string](op, refused+`.innerText`); !strings.Contains(txt, "refused: amount 40.00 USD, expected 49.99 USD") {
+			t.Errorf("the order's refused payment says %q; want \"refused: amount 40.00 USD, expected 49.99 USD\"", txt)
+		}
 		op.do(t, "search for the order", chromedp.SendKeys("#search", order), chromedp.Submit("#search"))
 		hit := fmt.Sprintf(`[...document.querySelectorAll('table.hits tr[data-kind="order"] a')].find(a => a.innerText === %q)`, order)
 		op.waitJS(t, "the order among the results", waitShort, `!!`+hit)
