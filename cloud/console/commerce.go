@@ -36,15 +36,15 @@ type orderRow struct {
 // refusal is one refused payment, said in its currency's units.
 type refusal struct {
 	Event engine.Envelope
-	// Words is "refused: amount 40.00 USD, expected 49.99 USD" (or
-	// "currency" for a payment in another currency).
-	Words string
+	// Detail is "amount 40.00 USD, expected 49.99 USD" (or "currency ..."
+	// for a payment in another currency); the page puts "refused:" before it.
+	Detail string
 }
 
 // refusalOf words a com.payment_refused.
 func refusalOf(e engine.Envelope) refusal {
 	reason, _ := e.Payload["reason"].(string)
-	return refusal{Event: e, Words: fmt.Sprintf("refused: %s %s, expected %s", reason,
+	return refusal{Event: e, Detail: fmt.Sprintf("%s %s, expected %s", reason,
 		moneyAt(e.Payload, "amount_cents", "currency"), moneyAt(e.Payload, "order_amount_cents", "order_currency"))}
 }
 
