@@ -405,6 +405,14 @@ func TestRefusedPaymentShowsOnItsOrder(t *testing.T) {
 	if !strings.Contains(row, `href="/console/tenants/acme/events/3"`) {
 		t.Errorf("the refusal does not link to its event (seq 3):\n%s", row)
 	}
+	// Its payment id finds it.
+	req = httptest.NewRequest(http.MethodGet, Prefix+"search?q=pay_1", nil)
+	req.AddCookie(ck)
+	rec = httptest.NewRecorder()
+	c.ServeHTTP(rec, req)
+	if want := "refused for order o-short: amount 40.00 USD, expected 49.99 USD"; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("search for the refused payment's id lacks %q:\n%s", want, rec.Body.String())
+	}
 	other := regexp.MustCompile(`(?s)<tr data-order="o-fine">.*?</tr>`).FindString(body)
 	if !strings.Contains(other, "waiting") || strings.Contains(other, "refused") || !strings.Contains(other, "1,200 JPY") {
 		t.Errorf("row of the other order: want waiting, 1,200 JPY and no refusal:\n%s", other)

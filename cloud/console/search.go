@@ -89,6 +89,8 @@ func (c *Console) search(q string) []hit {
 				hits = append(hits, hit{Kind: "order", Title: order, Detail: fmt.Sprintf("tenant %s, %s", e.Tenant, money(e.Payload)), Link: orderLink(order)})
 			case e.Type == catalog.TypePaymentCompleted && pay == q:
 				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("pays order %s, %s", order, money(e.Payload)), Link: eventLink(e)})
+			case e.Type == catalog.TypePaymentRefused && pay == q:
+				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("refused for order %s: %s", order, refusalOf(e).Detail), Link: orderLink(order)})
 			}
 			hits = append(hits, hit{Kind: "event", Title: fmt.Sprintf("%s #%d of %s", e.Type, e.Seq, e.Tenant), Detail: e.ID, Link: eventLink(e)})
 		}
