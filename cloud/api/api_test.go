@@ -220,8 +220,8 @@ func TestPaymentWebhook(t *testing.T) {
 	if r := f.webhook(ignored, sign(ignored)); r.Status != 200 || r.json(t)["status"] != "ignored" {
 		t.Errorf("other webhook type = %d %s; want 200 ignored", r.Status, r.Body)
 	}
-	if got := types_(f.events(f.tenantA)); len(got) != 3 {
-		t.Errorf("events at the end = %v; want 2 order_created + 1 payment_completed", got)
+	if got := types_(f.events(f.tenantA)); len(got) != 4 {
+		t.Errorf("events at the end = %v; want 2 order_created + 1 payment_completed + 1 payment_refused", got)
 	}
 }
 

@@ -4,7 +4,7 @@
 // another (bowline api --metrics-addr).
 //
 //	POST /v1/orders              bearer token -> tenant; order row + com.order_created
-//	POST /v1/webhooks/payments   HMAC-SHA256 signature; order paid + com.payment_completed
+//	POST /v1/webhooks/payments   HMAC-SHA256 signature; order paid + com.payment_completed (or com.payment_refused)
 //	GET  /v1/ops/reconcile       operator token; chains, dead letters, DLQ depth
 //	GET  /healthz                liveness
 //	/console/                    the web console (cloud/console): ops token login; 403 without one

@@ -142,7 +142,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	if (req.AmountCents != nil && *req.AmountCents != amount) || (req.Currency != nil && *req.Currency != currency) {
 		writeError(w, http.StatusConflict, CodePriceMismatch,
-			fmt.Sprintf("order: the price list makes these items %d %s; the request expected %s", amount, currency, expected(req)))
+			fmt.Sprintf("order: the price list makes these items %s; the request expected %s", catalog.Money(amount, currency), expected(req, currency)))
 		return
 	}
 	key := r.Header.Get(IdempotencyKeyHeader)
@@ -240,16 +240,18 @@ func newOrderID(now time.Time) (string, error) {
 	return id.String(), nil
 }
 
-// expected is what the client said it expects to pay, for an error.
-func expected(req orderRequest) string {
-	var amount, currency = "any amount", "any currency"
-	if req.AmountCents != nil {
-		amount = strconv.FormatInt(*req.AmountCents, 10)
+// expected is what the client said it expects to pay, for an error; an
+// amount without a currency is said in the price list's currency.
+func expected(req orderRequest, listCurrency string) string {
+	switch {
+	case req.AmountCents != nil && req.Currency != nil:
+		return catalog.Money(*req.AmountCents, *req.Currency)
+	case req.AmountCents != nil:
+		return catalog.Money(*req.AmountCents, listCurrency) + " in any currency"
+	case req.Currency != nil:
+		return "any amount in " + *req.Currency
 	}
-	if req.Currency != nil {
-		currency = *req.Currency
-	}
-	return amount + " " + currency
+	return "any amount in any currency"
 }
 
 // replay answers a repeated Idempotency-Key from its stored outcome.

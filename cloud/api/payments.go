@@ -102,17 +102,7 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reason := paymentMismatch(order, *d.AmountCents, d.Currency); reason != "" {
-		// Recorded for operators (metric and log), never emitted as paid.
-		a.metrics.paymentMismatch(reason)
-		a.log.Warn("payment does not match its order; not marked paid", "reason", reason, "tenant", order.Tenant,
-			"order", order.ID, "payment", d.PaymentID, "paid_cents", *d.AmountCents, "paid_currency", d.Currency,
-			"order_cents", order.AmountCents, "order_currency", order.Currency)
-		code := CodeAmountMismatch
-		if reason == "currency" {
-			code = CodeCurrencyMismatch
-		}
-		writeError(w, http.StatusUnprocessableEntity, code,
-			fmt.Sprintf("payment %q of %d %s for order %q of %d %s", d.PaymentID, *d.AmountCents, d.Currency, order.ID, order.AmountCents, order.Currency))
+		a.refusePayment(w, r, order, hook.ID, d, reason)
 		return
 	}
 
@@ -170,6 +160,43 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.emitFailed(w, r, fmt.Errorf("pay order %q with payment %q: %w", d.OrderID, d.PaymentID, err))
 	}
+}
+
+// refusePayment answers a payment whose amount or currency differs from its
+// order's (reason "amount" or "currency"): it is never marked paid, the
+// refusal is counted and logged, and com.payment_refused (no subscription)
+// records it in the order's tenant's chain, where the console shows it on
+// the order. The event is keyed by the webhook id, so the provider's
+// retries of one delivery record it once. If the record cannot be written
+// the answer is the emit's error (503 when retryable), so the provider
+// retries and the refusal is not lost; once written, the answer is 422.
+func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order, hookID string, d webhookData, reason string) {
+	a.metrics.paymentMismatch(reason)
+	a.log.Warn("payment does not match its order; not marked paid", "reason", reason, "tenant", order.Tenant,
+		"order", order.ID, "payment", d.PaymentID, "paid_cents", *d.AmountCents, "paid_currency", d.Currency,
+		"order_cents", order.AmountCents, "order_currency", order.Currency)
+	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), order.Tenant), "payments-webhook"), order.CorrelationID)
+	payload := map[string]any{
+		"order_id": order.ID, "payment_id": d.PaymentID, "webhook_id": hookID, "reason": reason,
+		"amount_cents": *d.AmountCents, "currency": d.Currency,
+		"order_amount_cents": order.AmountCents, "order_currency": order.Currency,
+	}
+	_, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypePaymentRefused, Payload: payload, IdempotencyKey: "payment-refused/" + hookID})
+	var dup *engine.DuplicateError
+	switch {
+	case err == nil:
+		a.metrics.emitted(catalog.TypePaymentRefused)
+	case errors.As(err, &dup):
+	default:
+		a.emitFailed(w, r, fmt.Errorf("record refused payment %q for order %q: %w", d.PaymentID, order.ID, err))
+		return
+	}
+	code := CodeAmountMismatch
+	if reason == "currency" {
+		code = CodeCurrencyMismatch
+	}
+	writeError(w, http.StatusUnprocessableEntity, code, fmt.Sprintf("payment %q of %s does not match order %q of %s; not paid",
+		d.PaymentID, catalog.Money(*d.AmountCents, d.Currency), order.ID, catalog.Money(order.AmountCents, order.Currency)))
 }
 
 // validate checks a payment.succeeded's data.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/catalog"
 )
 
 // TestServerPricesOrders: the client never sets the price. An order is
@@ -26,13 +27,13 @@ func TestServerPricesOrders(t *testing.T) {
 	if o := r.json(t); o["amount_cents"] != 2*4999.0+2599 || o["currency"] != "USD" {
 		t.Errorf("order amount %v %v; want %d USD from the price list", o["amount_cents"], o["currency"], 2*4999+2599)
 	}
-	for _, body := range []string{
-		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":0}`,
-		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":1}`,
-		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":4999,"currency":"EUR"}`,
+	for body, words := range map[string]string{
+		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":0}`:                     "makes these items 49.99 USD; the request expected 0.00 USD in any currency",
+		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":1}`:                     "expected 0.01 USD in any currency",
+		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":4999,"currency":"EUR"}`: "expected 49.99 EUR",
 	} {
-		if r := f.order(f.tokenA, "", body); r.Status != http.StatusConflict || r.code(t) != api.CodePriceMismatch {
-			t.Errorf("order %s = %d %s; want 409 %s", body, r.Status, r.Body, api.CodePriceMismatch)
+		if r := f.order(f.tokenA, "", body); r.Status != http.StatusConflict || r.code(t) != api.CodePriceMismatch || !strings.Contains(string(r.Body), words) {
+			t.Errorf("order %s = %d %s; want 409 %s saying %q", body, r.Status, r.Body, api.CodePriceMismatch, words)
 		}
 	}
 	if n := len(f.events(f.tenantA)); n != 1 {
@@ -59,13 +60,53 @@ func TestPaymentCurrencyMismatchIsRecordedNotPaid(t *testing.T) {
 	if got := attr(f.orderRow(id), "status"); got != api.StatusPending {
 		t.Errorf("order status after mismatched payments = %q; want %q", got, api.StatusPending)
 	}
-	if typ := types_(f.events(f.tenantA)); len(typ) != 1 {
-		t.Errorf("events = %v; want only com.order_created", typ)
+	if typ := types_(f.events(f.tenantA)); len(typ) != 2 || typ[1] != catalog.TypePaymentRefused {
+		t.Errorf("events = %v; want com.order_created and one com.payment_refused", typ)
 	}
 	rec := httptest.NewRecorder()
 	f.api.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if want := `bowline_api_payment_mismatches_total{reason="currency"} 1`; !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("metrics lack %q", want)
+	}
+}
+
+// TestRefusedPaymentIsRecordedOnItsOrder: a payment of another amount is
+// refused with a message in currency units and leaves a
+// com.payment_refused in the order's tenant's chain with both figures and
+// the reason; the provider's retry of the same delivery is refused again
+// but recorded once, and the order stays pending.
+func TestRefusedPaymentIsRecordedOnItsOrder(t *testing.T) {
+	f := newFixture(t)
+	id := f.mustOrder()
+	pay := "pay_short_" + randHex(3)
+	body := paymentBody(id, pay, 4000)
+	for try := range 2 {
+		r := f.webhook(body, sign(body))
+		if r.Status != http.StatusUnprocessableEntity || r.code(t) != api.CodeAmountMismatch {
+			t.Fatalf("short payment (try %d) = %d %s; want 422 %s", try, r.Status, r.Body, api.CodeAmountMismatch)
+		}
+		msg := string(r.Body)
+		if !strings.Contains(msg, "of 40.00 USD") || !strings.Contains(msg, "of 49.99 USD") || strings.Contains(msg, "4000 USD") {
+			t.Errorf("refusal message = %q; want 40.00 USD and 49.99 USD, no bare cents", msg)
+		}
+	}
+	evs := f.events(f.tenantA)
+	if typ := types_(evs); len(typ) != 2 || typ[1] != catalog.TypePaymentRefused {
+		t.Fatalf("events = %v; want com.order_created and one com.payment_refused (a retry records nothing new)", typ)
+	}
+	got := evs[1]
+	want := map[string]any{"order_id": id, "payment_id": pay, "webhook_id": "evt_" + pay, "reason": "amount",
+		"amount_cents": 4000.0, "currency": "USD", "order_amount_cents": 4999.0, "order_currency": "USD"}
+	for k, v := range want {
+		if got.Payload[k] != v {
+			t.Errorf("payment_refused payload[%q] = %v; want %v", k, got.Payload[k], v)
+		}
+	}
+	if got.Tenant != f.tenantA || got.CorrelationID != evs[0].CorrelationID {
+		t.Errorf("payment_refused tenant %q correlation %q; want %q and the order's %q", got.Tenant, got.CorrelationID, f.tenantA, evs[0].CorrelationID)
+	}
+	if st := attr(f.orderRow(id), "status"); st != api.StatusPending {
+		t.Errorf("order status after a refused payment = %q; want %q", st, api.StatusPending)
 	}
 }
 

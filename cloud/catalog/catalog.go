@@ -21,6 +21,7 @@ const (
 	TypeDataGap          = "bowl.data_gap"
 	TypeOrderCreated     = "com.order_created"
 	TypePaymentCompleted = "com.payment_completed"
+	TypePaymentRefused   = "com.payment_refused"
 	TypeAppetiteDropped  = "pet.appetite_dropped"
 	// TypeCompletenessStated anchors a tenant's day of telemetry in its
 	// chain: per bowl the completeness counts and a digest
@@ -75,12 +76,15 @@ func Bowline() engine.Catalog {
 			{Name: TypeDataGap, Fields: []string{"thing", "lane", "outbox", "from_seq", "to_seq", "missing_since"}, Description: "a range of a thing's sequence numbers never arrived within the grace period"},
 			{Name: TypeOrderCreated, Fields: []string{"order_id", "customer_id", "pet_id", "items", "amount_cents", "currency"}, Description: "an order was placed"},
 			{Name: TypePaymentCompleted, Fields: []string{"order_id", "payment_id", "amount_cents", "currency", "customer_id", "pet_id", "items"}, Description: "an order was paid"},
+			// No subscription: the record is for operators (the console shows
+			// it on its order); the order stays pending_payment.
+			{Name: TypePaymentRefused, Fields: []string{"order_id", "payment_id", "webhook_id", "reason", "amount_cents", "currency", "order_amount_cents", "order_currency"}, Description: "a signed payment did not match its order (reason amount or currency) and did not pay it"},
 			{Name: TypeAppetiteDropped, Fields: []string{"pet_tag", "day", "grams", "average_g", "days"}, Description: "a pet ate under half its 7-day average in a day"},
 			{Name: TypeCompletenessStated, Fields: []string{"day", "things", "digest"}, Description: "a tenant's day of telemetry accounted for, per bowl: assigned, durable, dropped, missing, duplicates, and a digest"},
 		},
 		Producers: []engine.Producer{
 			{Name: ProducerIngest, Emits: []string{TypeMealFinished, TypeRefilled, TypeFoodLow, TypeEmpty, TypeDeviceFault, TypeTelemetryDropped, TypeCounterReset, TypeDataGap}},
-			{Name: ProducerAPI, Emits: []string{TypeOrderCreated, TypePaymentCompleted}},
+			{Name: ProducerAPI, Emits: []string{TypeOrderCreated, TypePaymentCompleted, TypePaymentRefused}},
 			{Name: ProducerSubscribers, Emits: []string{TypeAppetiteDropped}},
 			{Name: ProducerCompleteness, Emits: []string{TypeCompletenessStated}},
 		},

@@ -81,3 +81,33 @@ func TestBowlinePipes(t *testing.T) {
 		t.Errorf("record-changes pipe filters = %q; want three for contact", rc.Filters)
 	}
 }
+
+func TestPaymentRefusedHasNoSubscription(t *testing.T) {
+	for _, lane := range []engine.Lane{engine.Inline, engine.Local, engine.Durable, engine.BestEffort} {
+		if got := engine.Match(catalog.Bowline().Subscriptions, lane, catalog.TypePaymentRefused); len(got) != 0 {
+			t.Errorf("%v subscriptions of %s = %v; want none (a record for operators)", lane, catalog.TypePaymentRefused, got)
+		}
+	}
+}
+
+func TestMoneyInItsCurrency(t *testing.T) {
+	for _, tc := range []struct {
+		minor int64
+		code  string
+		want  string
+	}{
+		{4999, "USD", "49.99 USD"},
+		{4000, "USD", "40.00 USD"},
+		{5, "EUR", "0.05 EUR"},
+		{123456789, "USD", "1,234,567.89 USD"},
+		{-250, "USD", "-2.50 USD"},
+		{1200, "JPY", "1,200 JPY"},
+		{1234, "KWD", "1.234 KWD"},
+		{4999, "", "4,999 minor units (no currency)"},
+		{4999, "QQQ", "4,999 minor units of QQQ"},
+	} {
+		if got := catalog.Money(tc.minor, tc.code); got != tc.want {
+			t.Errorf("Money(%d, %q) = %q; want %q", tc.minor, tc.code, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -26,7 +27,25 @@ type orderRow struct {
 	Amount                    string
 	Created                   engine.Envelope
 	Paid                      *engine.Envelope
-	Fanout                    []fanout
+	// Refused are the payments refused for this order (com.payment_refused),
+	// oldest first.
+	Refused []refusal
+	Fanout  []fanout
+}
+
+// refusal is one refused payment, said in its currency's units.
+type refusal struct {
+	Event engine.Envelope
+	// Detail is "amount 40.00 USD, expected 49.99 USD" (or "currency ..."
+	// for a payment in another currency); the page puts "refused:" before it.
+	Detail string
+}
+
+// refusalOf words a com.payment_refused.
+func refusalOf(e engine.Envelope) refusal {
+	reason, _ := e.Payload["reason"].(string)
+	return refusal{Event: e, Detail: fmt.Sprintf("%s %s, expected %s", reason,
+		moneyAt(e.Payload, "amount_cents", "currency"), moneyAt(e.Payload, "order_amount_cents", "order_currency"))}
 }
 
 type commercePage struct {
@@ -41,18 +60,23 @@ type commercePage struct {
 
 func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess session) {
 	isCom := func(e *engine.Envelope) bool {
-		return e.Type == catalog.TypeOrderCreated || e.Type == catalog.TypePaymentCompleted
+		return e.Type == catalog.TypeOrderCreated || e.Type == catalog.TypePaymentCompleted || e.Type == catalog.TypePaymentRefused
 	}
 	// ?order= narrows the page to one order (search and dead letters
 	// link here).
 	only := r.URL.Query().Get("order")
 	var rows []orderRow
 	paid := map[string]engine.Envelope{}
+	refused := map[string][]refusal{}
 	for _, t := range c.log.tenantNames() {
 		for _, e := range c.log.events(t, isCom) {
 			id, _ := e.Payload["order_id"].(string)
-			if e.Type == catalog.TypePaymentCompleted {
+			switch e.Type {
+			case catalog.TypePaymentCompleted:
 				paid[id] = e
+				continue
+			case catalog.TypePaymentRefused:
+				refused[id] = append(refused[id], refusalOf(e))
 				continue
 			}
 			row := orderRow{Tenant: t, ID: id, Created: e}
@@ -72,6 +96,7 @@ func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess sess
 	}
 	var pairs [][2]string
 	for i := range rows {
+		rows[i].Refused = refused[rows[i].ID]
 		if e, ok := paid[rows[i].ID]; ok {
 			rows[i].Paid = &e
 			for _, s := range p.Subs {

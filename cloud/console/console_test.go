@@ -373,3 +373,48 @@ func TestMetricLabelsMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedPaymentShowsOnItsOrder: a com.payment_refused shows on its
+// order's row in the order's currency units, in place of "waiting".
+func TestRefusedPaymentShowsOnItsOrder(t *testing.T) {
+	c, _ := newTestConsole(t)
+	at := time.Date(2026, 1, 5, 7, 0, 0, 0, time.UTC)
+	c.log.setTenants([]string{"acme"})
+	c.log.mu.Lock()
+	c.log.tenants["acme"].events = []engine.Envelope{
+		{ID: "01CREATED", Tenant: "acme", Seq: 1, Type: catalog.TypeOrderCreated, OccurredAt: at,
+			Payload: map[string]any{"order_id": "o-short", "customer_id": "c1", "pet_id": "p1", "amount_cents": 4999.0, "currency": "USD"}},
+		{ID: "01CREATED2", Tenant: "acme", Seq: 2, Type: catalog.TypeOrderCreated, OccurredAt: at.Add(time.Second),
+			Payload: map[string]any{"order_id": "o-fine", "customer_id": "c2", "pet_id": "p2", "amount_cents": 1200.0, "currency": "JPY"}},
+		{ID: "01REFUSED", Tenant: "acme", Seq: 3, Type: catalog.TypePaymentRefused, OccurredAt: at.Add(time.Minute),
+			Payload: map[string]any{"order_id": "o-short", "payment_id": "pay_1", "webhook_id": "evt_1", "reason": "amount",
+				"amount_cents": 4000.0, "currency": "USD", "order_amount_cents": 4999.0, "order_currency": "USD"}},
+	}
+	c.log.mu.Unlock()
+	ck, _, _ := login(t, c, testToken)
+	req := httptest.NewRequest(http.MethodGet, Prefix+"commerce", nil)
+	req.AddCookie(ck)
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	row := regexp.MustCompile(`(?s)<tr data-order="o-short">.*?</tr>`).FindString(body)
+	text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(row, "")
+	if want := "refused: amount 40.00 USD, expected 49.99 USD"; !strings.Contains(text, want) || strings.Contains(text, "waiting") {
+		t.Errorf("row of the order with a refused payment lacks %q or still says waiting:\n%s", want, row)
+	}
+	if !strings.Contains(row, `href="/console/tenants/acme/events/3"`) {
+		t.Errorf("the refusal does not link to its event (seq 3):\n%s", row)
+	}
+	// Its payment id finds it.
+	req = httptest.NewRequest(http.MethodGet, Prefix+"search?q=pay_1", nil)
+	req.AddCookie(ck)
+	rec = httptest.NewRecorder()
+	c.ServeHTTP(rec, req)
+	if want := "refused for order o-short: amount 40.00 USD, expected 49.99 USD"; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("search for the refused payment's id lacks %q:\n%s", want, rec.Body.String())
+	}
+	other := regexp.MustCompile(`(?s)<tr data-order="o-fine">.*?</tr>`).FindString(body)
+	if !strings.Contains(other, "waiting") || strings.Contains(other, "refused") || !strings.Contains(other, "1,200 JPY") {
+		t.Errorf("row of the other order: want waiting, 1,200 JPY and no refusal:\n%s", other)
+	}
+}

@@ -89,6 +89,8 @@ func (c *Console) search(q string) []hit {
 				hits = append(hits, hit{Kind: "order", Title: order, Detail: fmt.Sprintf("tenant %s, %s", e.Tenant, money(e.Payload)), Link: orderLink(order)})
 			case e.Type == catalog.TypePaymentCompleted && pay == q:
 				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("pays order %s, %s", order, money(e.Payload)), Link: eventLink(e)})
+			case e.Type == catalog.TypePaymentRefused && pay == q:
+				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("refused for order %s: %s", order, refusalOf(e).Detail), Link: orderLink(order)})
 			}
 			hits = append(hits, hit{Kind: "event", Title: fmt.Sprintf("%s #%d of %s", e.Type, e.Seq, e.Tenant), Detail: e.ID, Link: eventLink(e)})
 		}
@@ -100,17 +102,16 @@ func (c *Console) search(q string) []hit {
 // currency (ISO 4217), "49.99 USD"; without a currency, "4,999 minor
 // units".
 func money(p map[string]any) string {
-	cents, ok := payloadNum(p, "amount_cents")
+	return moneyAt(p, "amount_cents", "currency")
+}
+
+// moneyAt says the amount in p's minor-unit field amountKey, in the
+// currency in currencyKey (catalog.Money).
+func moneyAt(p map[string]any, amountKey, currencyKey string) string {
+	cents, ok := payloadNum(p, amountKey)
 	if !ok {
 		return "no amount"
 	}
-	cur, _ := p["currency"].(string)
-	if cur == "" {
-		return fmtInt(int64(cents)) + " minor units (no currency)"
-	}
-	switch strings.ToUpper(cur) {
-	case "JPY", "KRW", "VND", "CLP", "ISK": // no minor unit
-		return fmtInt(int64(cents)) + " " + cur
-	}
-	return fmt.Sprintf("%.2f %s", cents/100, cur)
+	cur, _ := p[currencyKey].(string)
+	return catalog.Money(int64(cents), strings.ToUpper(cur))
 }
