@@ -63,13 +63,9 @@ func completenessCmd(ctx context.Context, args []string, stdout io.Writer) error
 	if err := wire.CheckName("--thing", *thing); err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}
-	day := time.Now().UTC().Truncate(24 * time.Hour)
-	if *dayFlag != "" {
-		d, err := time.Parse(time.DateOnly, *dayFlag)
-		if err != nil {
-			return fmt.Errorf("%w: --day %q: want YYYY-MM-DD", cli.ErrUsage, *dayFlag)
-		}
-		day = d
+	day, err := parseDay(*dayFlag, time.Now().UTC().Truncate(24*time.Hour))
+	if err != nil {
+		return err
 	}
 	stack, err := openApp(ctx, nil, nil)
 	if err != nil {
@@ -158,13 +154,9 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
-	if *dayFlag != "" {
-		d, err := time.Parse(time.DateOnly, *dayFlag)
-		if err != nil {
-			return fmt.Errorf("%w: --day %q: want YYYY-MM-DD", cli.ErrUsage, *dayFlag)
-		}
-		day = d
+	day, err := parseDay(*dayFlag, time.Now().UTC().Truncate(24*time.Hour).Add(-24*time.Hour))
+	if err != nil {
+		return err
 	}
 	stack, err := openApp(ctx, nil, nil)
 	if err != nil {
@@ -201,4 +193,17 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 	}
 	fmt.Fprintf(stdout, "stated: tenant %s, %s UTC (bowl clock), %d bowls, digest %s: event %s, seq %d\n", *tenant, st.Day, len(st.Things), st.Digest, env.ID, env.Seq)
 	return nil
+}
+
+// parseDay reads --day (YYYY-MM-DD, a UTC day), or returns def when the
+// flag is empty; a bad value is a usage error naming it.
+func parseDay(flag string, def time.Time) (time.Time, error) {
+	if flag == "" {
+		return def, nil
+	}
+	d, err := time.Parse(time.DateOnly, flag)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: --day %q: want YYYY-MM-DD", cli.ErrUsage, flag)
+	}
+	return d, nil
 }
