@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"golang.org/x/text/currency"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Money says an amount the commerce events carry (amount_cents, in the
@@ -39,18 +41,9 @@ func Money(minor int64, code string) string {
 	return sign + groupDigits(abs/div) + "." + frac + " " + code
 }
 
+// digits groups n's digits in threes with commas (CLDR's English
+// pattern, golang.org/x/text/message), as the console writes counts.
+var digits = message.NewPrinter(language.English)
+
 // groupDigits writes n with a comma between each group of three digits.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
+func groupDigits(n int64) string { return digits.Sprintf("%d", n) }
