@@ -443,12 +443,14 @@ func (e *Engine) cancelled(tl *tenantLog, group []*request, at *attempt, tce *ty
 func (e *Engine) succeed(tl *tenantLog, group []*request, at *attempt, tries int, start time.Time) {
 	last := at.envs[len(at.envs)-1]
 	tl.headKnown, tl.headSeq, tl.headHash = true, last.Seq, last.Hash
+	// Observed before the callers are released, so a caller that reads
+	// the metrics after Emit returns sees its own event counted.
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.Committed(tl.tenant, len(group), tries, time.Since(start))
+	}
 	for i, r := range group {
 		r.env = at.envs[i]
 		r.finish(nil)
-	}
-	if e.cfg.Observer != nil {
-		e.cfg.Observer.Committed(tl.tenant, len(group), tries, time.Since(start))
 	}
 }
 
