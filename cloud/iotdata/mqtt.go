@@ -10,6 +10,9 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 )
 
+// connectTimeout bounds one CONNECT attempt (dial and CONNACK).
+const connectTimeout = 5 * time.Second
+
 // MQTTConfig says how MQTTBroker reaches its broker.
 type MQTTConfig struct {
 	// URL is the broker, tcp://host:port. Required.
@@ -70,6 +73,10 @@ func DialMQTT(ctx context.Context, cfg MQTTConfig) (*MQTTBroker, error) {
 		SetConnectRetry(true).
 		SetConnectRetryInterval(time.Second).
 		SetMaxReconnectInterval(2 * time.Second).
+		// A broker that accepts TCP but never answers CONNECT (one that is
+		// shutting down, or the kernel's backlog of a stopped one) must
+		// not hold a reconnect for paho's default 30s.
+		SetConnectTimeout(connectTimeout).
 		SetKeepAlive(30 * time.Second).
 		SetOnConnectHandler(func(mqtt.Client) {
 			log.Info("mqtt connected", "broker", cfg.URL, "client_id", cfg.ClientID)

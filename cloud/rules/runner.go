@@ -348,6 +348,9 @@ func (r *Runner) connect(ctx context.Context) (mqtt.Client, error) {
 		SetConnectRetry(true).
 		SetConnectRetryInterval(time.Second).
 		SetMaxReconnectInterval(maxReconnectInterval).
+		// A broker that accepts TCP but never answers CONNECT must not
+		// hold a reconnect for paho's default 30s.
+		SetConnectTimeout(5 * time.Second).
 		SetKeepAlive(30 * time.Second).
 		// While Handle waits for a slot paho reads nothing, PINGRESP
 		// included: give a wait for the oldest Kinesis call (Producer's
