@@ -3,6 +3,11 @@
 // done twice: ./scripts/chaos (main in cloud/bench/chaos). docs/chaos.md
 // has the design, the fault kinds and the invariants.
 //
+// Proving ground: it breaks the product on purpose and is never linked
+// into it; the seed column's workers are the harness's own program,
+// cloud/bench/chaos/seedworker, not `bowline worker` (docs/README.md, "The
+// proving ground").
+//
 // One run, per inbox mode (Bowline's, then the seed article's baseline,
 // engine/inbox/seedinbox, with the same schedule):
 //
@@ -16,7 +21,7 @@
 //	     -> 2 x bowline ingest (event source stand-in on the events stream + cloud/ingest)
 //	  -> DynamoDB / Kinesis (throttle proxy -> toxiproxy -> emulator)
 //	  -> bowline relay -> SQS (toxiproxy -> fauxqs)
-//	  -> 2 x bowline worker [--inbox seed] -> fake providers (in process)
+//	  -> 2 x bowline worker (seed mode: 2 x seedworker) -> fake providers (in process)
 //	bowline api <- orders and signed payment webhooks from this package
 //
 // Faults are drawn from the seed: SIGKILL and restart of edge, ingest,

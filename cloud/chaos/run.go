@@ -61,12 +61,19 @@ const (
 )
 
 // Binaries are the built commands.
-type Binaries struct{ Bowline, Edge string }
+type Binaries struct {
+	Bowline, Edge string
+	// SeedWorker runs the seed article's inbox in place of `bowline
+	// worker` in the seed mode: the harness's own program, so the product
+	// binary does not link the baseline (docs/README.md, "The proving
+	// ground").
+	SeedWorker string
+}
 
-// Build builds bowline and bowline-edge into dir.
+// Build builds bowline, bowline-edge and the seed worker into dir.
 func Build(ctx context.Context, root, dir string) (Binaries, error) {
-	b := Binaries{Bowline: filepath.Join(dir, "bowline"), Edge: filepath.Join(dir, "bowline-edge")}
-	for out, pkg := range map[string]string{b.Bowline: "./cloud/cmd/bowline", b.Edge: "./edge/cmd/bowline-edge"} {
+	b := Binaries{Bowline: filepath.Join(dir, "bowline"), Edge: filepath.Join(dir, "bowline-edge"), SeedWorker: filepath.Join(dir, "seedworker")}
+	for out, pkg := range map[string]string{b.Bowline: "./cloud/cmd/bowline", b.Edge: "./edge/cmd/bowline-edge", b.SeedWorker: "./cloud/bench/chaos/seedworker"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 		cmd.Dir = root
 		if msg, err := cmd.CombinedOutput(); err != nil {
@@ -276,8 +283,12 @@ func (r *run) start(ctx context.Context) error {
 	add(procConsume, "consume", "--ack-every", ackEvery.String(), "--gap-grace", gapGrace.String(),
 		"--poll", "250ms", "--shard-refresh", "2s", "--invoke-timeout", "20s", "--iot-endpoint", "http://"+iotAddr)
 	for i := range workers {
-		add(fmt.Sprintf("worker-%d", i), "worker", "--inbox", r.mode, "--wait", "2s",
-			"--lease", workerLease.String(), "--pollers", "2")
+		name := fmt.Sprintf("worker-%d", i)
+		if r.mode == InboxSeed {
+			r.procs[name] = newProc(r.dir, name, r.bins.SeedWorker, env, "--wait", "2s")
+			continue
+		}
+		add(name, "worker", "--wait", "2s", "--lease", workerLease.String(), "--pollers", "2")
 	}
 	add("api", "api", "--addr", apiAddr, "--metrics-addr", "127.0.0.1:0")
 	for _, p := range r.procs {

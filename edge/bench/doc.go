@@ -5,6 +5,9 @@
 // the bowls and the same "cloud" broker (an embedded mochi broker on
 // 127.0.0.1).
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./edge/bench [--json] [--quick] [--seed N]
 //
 // Phases, each with a fresh cloud broker:

@@ -5,6 +5,9 @@
 // SQS with AWS JSON 1.0), where the operation is the suffix of the
 // X-Amz-Target header ("DynamoDB_20120810.UpdateItem" is "UpdateItem").
 //
+// Proving ground: a fault tool for tests, never linked into a product
+// (docs/README.md, "The proving ground").
+//
 //	p := faultproxy.Start(t, stack.DynamoDBEndpoint)
 //	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.URL()) })
 //	p.Fail(faultproxy.Ops("UpdateItem"), faultproxy.Throttling) // every UpdateItem is throttled

@@ -1,5 +1,8 @@
 // Package latency summarises measured durations the same way in every
 // benchmark program: nearest-rank percentiles, in milliseconds.
+//
+// Proving ground: for the benches only, never linked into a product
+// (docs/README.md, "The proving ground").
 package latency
 
 import (

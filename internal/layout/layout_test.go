@@ -51,9 +51,10 @@ var benches = []string{"engine/bench", "cloud/bench", "edge/bench"}
 var engineForbidden = []string{"internal/resources", "internal/awsenv", "internal/cli"}
 
 // constructors are the engine packages whose New only cloud/app may call
-// from cloud/ (seedinbox: the seed baseline's consumer, `bowline worker
-// --inbox seed`; cloud/chaos only calls its Redrive).
-var constructors = []string{"engine", "engine/worker", "engine/relay", "engine/recordchange", "engine/redrive", "engine/inbox/seedinbox"}
+// from cloud/. The seed article's inbox is not one: it is proving ground,
+// which no product links (proving_test.go), and the chaos harness builds
+// it in its own program, cloud/bench/chaos/seedworker.
+var constructors = []string{"engine", "engine/worker", "engine/relay", "engine/recordchange", "engine/redrive"}
 
 // pkg is what `go list -json` says of a package.
 type pkg struct {

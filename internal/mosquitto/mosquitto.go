@@ -3,6 +3,10 @@
 // sessions on disk, shared subscriptions and session takeover exactly as
 // Mosquitto implements them.
 //
+// Proving ground: the broker of chaos, the benches and tests, never linked
+// into a product; `bowline dev` embeds internal/mqttbroker instead
+// (docs/README.md, "The proving ground").
+//
 // A Broker keeps its port and its persistence directory across Kill and
 // Restart, so a test can cut the broker and bring it back with the queued
 // QoS 1 messages of persistent sessions that Mosquitto saved.

@@ -3,6 +3,9 @@
 // a cut, as an outage does and a kill -9 does not (after kill -9 the kernel
 // still holds the page cache and writes it out).
 //
+// Proving ground: a fault tool of chaos, the edge bench and tests, never
+// linked into a product (docs/README.md, "The proving ground").
+//
 // A [Disk] is a mount point backed by a directory that holds only synced
 // state: a manifest of the namespace (tree.json) and one file per regular
 // file (data/<id>). Mounting reads the synced state into memory; writes,

@@ -3,6 +3,9 @@
 // that turns counts from a run into dollars per bowl per month at fleet
 // scale (docs/cost.md).
 //
+// Proving ground: the cost bench's model, never linked into a product
+// (docs/README.md, "The proving ground").
+//
 //   - Prices (prices.go): us-east-1 list prices, each with its unit, its
 //     tiers, the public page it was read from and the date it was read.
 //   - Quotas (quotas.go): each quota's default, whether AWS raises it on

@@ -3,6 +3,9 @@
 // running (cloud/dev): simulated bowls, one edge agent each, the broker,
 // ingest, the events relay, the worker and the record_intake subscriber.
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 // For every bowl.meal_finished it takes three instants on the wall clock:
 //
 //   - publish: the broker receives the agent's PUBLISH to the events

@@ -1,7 +1,11 @@
 // Command chaos is ./scripts/chaos: the whole Bowline system as separate
 // processes under a seeded fault schedule (cloud/chaos, docs/chaos.md),
 // run once with Bowline's inbox and once with the seed article's
-// (`bowline worker --inbox seed`) for a side-by-side table.
+// (its workers are cloud/bench/chaos/seedworker) for a side-by-side table.
+//
+// Proving ground: the chaos harness, never linked into a product; it
+// builds and runs the product binaries, and its own seedworker for the
+// seed column (docs/README.md, "The proving ground").
 //
 //	go run ./cloud/bench/chaos [--seed N] [--quick] [--inbox bowline,seed] [--out .bench] [--json]
 //

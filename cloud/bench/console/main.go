@@ -5,6 +5,9 @@
 // fetched --n times in turn by a logged-in client; the result is latency
 // percentiles per page. It is a measurement, not a test (docs/console.md).
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./cloud/bench/console [--n 50] [--json]
 //
 // It starts its own emulators (DynamoDB Local, fauxqs, kinesis-local) and

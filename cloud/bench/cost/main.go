@@ -12,6 +12,9 @@
 // it prints every AWS quota the design touches with its load at each
 // scale (docs/cost.md).
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./cloud/bench/cost [--duration 3m] [--gateways 60] [--speed 20] [--ack-every 30m] [--rollup-every 30m] [--events 240] [--json]
 //	go run ./cloud/bench/cost --design    # the design's fixed counts, no run
 //

@@ -5,6 +5,9 @@
 // relay, events.fifo, the worker and the inbox. It also reports the API's
 // own order and webhook latencies.
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./cloud/bench/e2e [--n 200] [--concurrency 1] [--relay-poll 250ms] [--json]
 //
 // It starts its own emulators (DynamoDB Local, fauxqs) and provisions a

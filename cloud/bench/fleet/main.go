@@ -5,6 +5,9 @@
 // bench"). It reports what was sent, acknowledged and lost, the
 // consumer's lag and the memory, descriptors and CPU of each part.
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./cloud/bench/fleet [--gateways 10000] [--duration 10m] [--json]
 //
 // The gateways run in a second process of this program (so that the

@@ -5,6 +5,9 @@
 // this, breaks a chain with `bowline dev tamper` and runs it again for the
 // broken-chain page; docs/console.md, "Screenshots").
 //
+// Proving ground: a tool run against the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./cloud/bench/screenshots --login URL [--out docs/console] [--only a.png,b.png]
 //
 // --login is the one-click login URL `bowline dev` prints. Each page waits

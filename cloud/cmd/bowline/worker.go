@@ -21,14 +21,11 @@ func runWorker(ctx context.Context, args []string) error { return workerCmd(ctx,
 
 func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline worker", "run DURABLE subscriptions from events.fifo (and BEST_EFFORT ones from record-changes)",
-		"bowline worker [--inbox bowline|seed] [--pollers N] [--lease 30s] [--wait 10s] [--retry-delay 0s] [--record-changes] [--metrics-addr host:port]\n\n"+
+		"bowline worker [--pollers N] [--lease 30s] [--wait 10s] [--retry-delay 0s] [--record-changes] [--metrics-addr host:port]\n\n"+
 			"Each event's matching DURABLE subscriptions run through the inbox (claim, handler,\n"+
 			"complete); retryable errors are left to SQS, terminal ones and failures on the last\n"+
-			"receive are dead-lettered. --inbox seed runs the seed article's inbox instead, a\n"+
-			"baseline for ./scripts/chaos only (docs/chaos.md): it loses a run to a crash between\n"+
-			"claim and complete and kills work on its first error. Environment: BOWLINE_STACK and\n"+
-			"the standard AWS SDK variables.")
-	inboxMode := fs.String("inbox", "bowline", "inbox: bowline, or seed (the article's baseline, for comparison only; ignores --pollers, --lease, --retry-delay)")
+			"receive are dead-lettered. Environment: BOWLINE_STACK and the standard AWS SDK\n"+
+			"variables.")
 	pollers := fs.Int("pollers", 1, "concurrent receive loops on events.fifo")
 	lease := fs.Duration("lease", 30*time.Second, "inbox lease; must be shorter than the queue's visibility timeout")
 	wait := fs.Duration("wait", 10*time.Second, "long-poll wait (max 20s)")
@@ -40,9 +37,6 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
-	}
-	if *inboxMode != "bowline" && *inboxMode != "seed" {
-		return fmt.Errorf("%w: --inbox %q: want bowline or seed", cli.ErrUsage, *inboxMode)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	reg := app.NewRegistry()
@@ -62,26 +56,14 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("bind subscribers: %w", err)
 	}
-	// run is the durable consumer: Bowline's worker, or the seed baseline.
-	var run func(context.Context) error
-	if *inboxMode == "seed" {
-		c, err := stack.SeedWorker(ctx, bound, *wait)
-		if err != nil {
-			return err
-		}
-		run = c.Run
-		fmt.Fprintf(stdout, "bowline worker (seed inbox, baseline only) on %s (stack %s)\n", names.EventsQueue(), names.Stack)
-	} else {
-		w, err := stack.Worker(ctx, bound, func(c *worker.Config) {
-			c.Pollers, c.Lease, c.WaitTime, c.RetryDelay = *pollers, *lease, *wait, *retryDelay
-			c.Observer = worker.NewMetrics(reg)
-		})
-		if err != nil {
-			return err
-		}
-		run = w.Run
-		fmt.Fprintf(stdout, "bowline worker %s on %s (stack %s)\n", w.ID(), names.EventsQueue(), names.Stack)
+	w, err := stack.Worker(ctx, bound, func(c *worker.Config) {
+		c.Pollers, c.Lease, c.WaitTime, c.RetryDelay = *pollers, *lease, *wait, *retryDelay
+		c.Observer = worker.NewMetrics(reg)
+	})
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(stdout, "bowline worker %s on %s (stack %s)\n", w.ID(), names.EventsQueue(), names.Stack)
 	var rc *recordchange.Consumer
 	if *recordChanges {
 		rc, err = stack.RecordChanges(ctx, bound, func(c *recordchange.Config) {
@@ -98,7 +80,7 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var wg sync.WaitGroup
 	var werr error
-	wg.Go(func() { werr = run(ctx) })
+	wg.Go(func() { werr = w.Run(ctx) })
 	if rc != nil {
 		wg.Go(func() { _ = rc.Run(ctx) })
 	}

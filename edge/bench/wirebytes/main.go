@@ -3,6 +3,9 @@
 // telemetry of the same samples. The target is at most 1.5 bytes per
 // sample (docs/telemetry-path.md).
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./edge/bench/wirebytes [--gateways 2] [--hours 24] [--seed 1] [--rate 50] [--resolution-mg 0] [--json]
 //
 // It runs the simulated bowls (firmware-bridge/sim, as fast as they go,

@@ -7,6 +7,9 @@
 // measures the raw receive+delete rate, the ceiling any consumer of that
 // queue has, and reports the pipeline's rate as a share of it.
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./engine/bench/delivery [--events 400] [--tenants 20] [--pollers 4] [--json]
 //	go run ./engine/bench/delivery --flood 3000 [--pollers 4] [--json]
 //	go run ./engine/bench/delivery --failing-head [--events 400] [--tenants 20] [--head-failures 4] [--second-failures 1] [--retry-spacing 1s] [--json]

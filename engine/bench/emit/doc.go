@@ -5,6 +5,9 @@
 // backoff until the deadline), with 16 concurrent emitters on one tenant and
 // then on 16 tenants.
 //
+// Proving ground: a measurement of the product, never linked into it
+// (docs/README.md, "The proving ground").
+//
 //	go run ./engine/bench/emit [--emitters 16] [--events 100] [--json]
 //
 // It starts its own DynamoDB Local through internal/localstack unless

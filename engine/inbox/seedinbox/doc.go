@@ -1,7 +1,10 @@
 // Package seedinbox is the seed article's inbox, exactly as its code has
-// it, kept only as a measured baseline for `bowline worker --inbox seed`
-// and `./scripts/chaos` (docs/chaos.md). Do not use it for real work:
-// engine/inbox and engine/worker replace it.
+// it, kept only as a measured baseline for `./scripts/chaos`, whose seed
+// column's workers (cloud/bench/chaos/seedworker) run it (docs/chaos.md).
+// Do not use it for real work: engine/inbox and engine/worker replace it.
+//
+// Proving ground: a baseline, never linked into a product; only the chaos
+// harness runs it (docs/README.md, "The proving ground").
 //
 // The article's delivery loop, per message and per matching DURABLE
 // subscription:
