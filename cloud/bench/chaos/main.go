@@ -51,7 +51,7 @@ func run() error {
 	}
 	seed := fs.Uint64("seed", 1, "seed of the fault schedule and the bowls' readings; the same seed gives the same schedule")
 	quick := fs.Bool("quick", false, "the small run of ./scripts/test (2 bowls, 30 orders, 14 faults)")
-	inboxes := fs.String("inbox", "bowline,seed", "comma-separated worker inbox modes to run with the same schedule: bowline, seed")
+	inboxes := fs.String("inbox", "bowline,seed", "comma-separated worker inbox modes to run with the same schedule: bowline (bowline worker), seed (the harness's seedworker: the seed article's inbox)")
 	out := fs.String("out", ".bench", "directory for chaos-<seed>.txt and .json")
 	faults := fs.Int("faults", 0, "number of faults (0: 60, or 14 with --quick)")
 	orders := fs.Int("orders", 0, "paid orders (0: 500, or 30 with --quick)")
