@@ -35,7 +35,11 @@ import (
 //     can't receive additional messages from the same message group ID
 //     unless the currently received messages are deleted, or they become
 //     visible again"; if fewer than ten of one group are available, other
-//     groups fill the batch, each in its FIFO order.
+//     groups fill the batch, each in its FIFO order. A group's messages
+//     behind one in flight are held back; a received message that became
+//     visible again ahead of one still in flight (a head given back while
+//     later messages of its group are held) can be received again, as SQS
+//     does.
 //   - Visibility ("Amazon SQS visibility timeout"): a received message is
 //     invisible for the queue's VisibilityTimeout (or the receive's); when
 //     it expires without a delete the message is available again, at the
@@ -445,24 +449,31 @@ func max0(d time.Duration) time.Duration {
 func (f *FIFO) receive(q *fifoQueue, max int, vis time.Duration, want map[string]bool) ([]sqstypes.Message, time.Time) {
 	now := time.Now()
 	q.expire(now)
-	locked := map[string]bool{}
+	// A message is available when it is neither deleted nor in flight and
+	// no earlier message of its group is in flight.
+	avail := map[*fifoMsg]bool{}
+	behind := map[string]bool{} // group -> an earlier message is in flight
 	var nextExpiry time.Time
 	for _, m := range q.all {
-		if !m.deleted && m.inFlight(now) {
-			locked[m.group] = true
+		switch {
+		case m.deleted:
+		case m.inFlight(now):
+			behind[m.group] = true
 			if nextExpiry.IsZero() || m.invisibleUntil.Before(nextExpiry) {
 				nextExpiry = m.invisibleUntil
 			}
+		case !behind[m.group]:
+			avail[m] = true
 		}
 	}
 	var out []sqstypes.Message
 	visited := map[string]bool{}
 	for len(out) < max {
 		// The group of the oldest available message, then as many of its
-		// messages as fit, in order.
+		// available messages as fit, in order.
 		group := ""
 		for _, m := range q.all {
-			if !m.deleted && !locked[m.group] && !visited[m.group] {
+			if avail[m] && !visited[m.group] {
 				group = m.group
 				break
 			}
@@ -475,7 +486,7 @@ func (f *FIFO) receive(q *fifoQueue, max int, vis time.Duration, want map[string
 			if len(out) == max {
 				break
 			}
-			if m.deleted || m.group != group {
+			if !avail[m] || m.group != group {
 				continue
 			}
 			if q == f.main && f.maxReceive > 0 && m.receives >= f.maxReceive {
