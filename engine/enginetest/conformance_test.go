@@ -8,9 +8,9 @@ package enginetest_test
 // documentation says. Where one side is known to differ, differs holds
 // what that side does instead, and the test asserts exactly that: when
 // fauxqs (or the double) starts to behave as documented the test fails
-// and says to drop the entry, here and in docs/local-stack.md
-// ("Known emulator differences"), which TestFIFOConformanceDocumented
-// keeps in step with this table.
+// and says to drop the entry, here and in docs/local-stack.md ("SQS
+// FIFO: fauxqs, the double and the documentation"), which
+// TestFIFOConformanceDocumented keeps in step with this table.
 
 import (
 	"context"
@@ -322,7 +322,7 @@ var behaviours = []behaviour{
 	},
 	{
 		name: "an expired receipt handle is refused",
-		doc:  `DeleteMessage with an expired receipt handle: FIFO queues answer InvalidParameterValue "The receipt handle has expired" (Amazon SQS Developer Guide troubleshooting, "ReceiptHandleIsInvalid or InvalidParameterValue errors"); the message stays queued`,
+		doc:  `DeleteMessage with an expired receipt handle: FIFO queues answer InvalidParameterValue "The receipt handle has expired" (AWS Knowledge Center, ReceiptHandleIsInvalid or InvalidParameterValue errors when deleting SQS messages); the message stays queued`,
 		check: func(q *fifoQueue) string {
 			q.sendAll("a", "a1")
 			first := q.receive(q.url, 1, 1)
@@ -370,7 +370,8 @@ var behaviours = []behaviour{
 	},
 	{
 		name: "ChangeMessageVisibility on a deleted receipt handle",
-		doc:  `ChangeMessageVisibility on a deleted receipt handle: InvalidParameterValue "Message does not exist or is not available for visibility timeout change"`,
+		doc: `ChangeMessageVisibility on a deleted receipt handle: InvalidParameterValue "Message does not exist or is not available for visibility timeout change", ` +
+			`as SQS answers (the API reference lists only MessageNotInflight and ReceiptHandleIsInvalid); repeating the delete succeeds`,
 		check: func(q *fifoQueue) string {
 			q.sendAll("a", "a1")
 			first := q.receive(q.url, 1, 0)
@@ -555,7 +556,7 @@ func TestFIFOConformance(t *testing.T) {
 					case known && got != wrong:
 						t.Errorf("%s on %s changed:\n got   %s\n known %s\n documented %s", b.name, im.name, got, wrong, b.want)
 					case known:
-						t.Logf("%s differs from the documentation (%s), as known: %s; documented: %s", im.name, b.doc, got, b.want)
+						t.Logf("%s differs from the documentation (%s), as known: %s; documented: %s. %s", im.name, b.doc, got, b.want, b.note)
 					}
 				})
 			}

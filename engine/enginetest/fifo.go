@@ -49,8 +49,8 @@ import (
 //     the call; 0 makes the message visible at once; a total beyond 12 hours
 //     from the receive is rejected (InvalidParameterValue).
 //   - Receipt handles (DeleteMessage and ChangeMessageVisibility API
-//     reference; Developer Guide troubleshooting, "ReceiptHandleIsInvalid
-//     or InvalidParameterValue errors"): a handle never issued fails with
+//     reference; the AWS Knowledge Center on ReceiptHandleIsInvalid and
+//     InvalidParameterValue errors): a handle never issued fails with
 //     ReceiptHandleIsInvalid. On a FIFO queue a handle that is not the
 //     message's current one (its visibility lapsed, or a later receive
 //     superseded it) fails with InvalidParameterValue, "The receipt handle
@@ -89,7 +89,8 @@ import (
 //
 // The conformance suite (conformance_test.go) runs the same checks on the
 // double and on fauxqs and lists where either differs from the
-// documentation (docs/local-stack.md, "Known emulator differences").
+// documentation (docs/local-stack.md, "SQS FIFO: fauxqs, the double and
+// the documentation").
 //
 // Not modelled: delays, message attributes, content-based deduplication,
 // the 120,000 in-flight limit, high-throughput mode (per-group
