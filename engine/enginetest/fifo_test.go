@@ -124,12 +124,12 @@ func TestFIFOExpiredVisibilityRedeliversAndStalesTheHandle(t *testing.T) {
 		t.Error("receive after expiry gave the old receipt handle; want a new one")
 	}
 	_, err := q.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: first[0].ReceiptHandle})
-	if code(err) != "ReceiptHandleIsInvalid" {
-		t.Errorf("DeleteMessage(stale handle) = %v; want ReceiptHandleIsInvalid", err)
+	if code(err) != "InvalidParameterValue" {
+		t.Errorf("DeleteMessage(stale handle) = %v; want InvalidParameterValue (the receipt handle has expired)", err)
 	}
 	_, err = q.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: first[0].ReceiptHandle, VisibilityTimeout: 30})
-	if code(err) != "ReceiptHandleIsInvalid" {
-		t.Errorf("ChangeMessageVisibility(stale handle) = %v; want ReceiptHandleIsInvalid", err)
+	if code(err) != "InvalidParameterValue" {
+		t.Errorf("ChangeMessageVisibility(stale handle) = %v; want InvalidParameterValue (the receipt handle has expired)", err)
 	}
 	if _, err := q.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: again[0].ReceiptHandle}); err != nil {
 		t.Errorf("DeleteMessage(current handle) = %v; want nil", err)
@@ -140,7 +140,7 @@ func TestFIFOExpiredVisibilityRedeliversAndStalesTheHandle(t *testing.T) {
 }
 
 // A handle whose visibility ran out, before any new receive, is refused:
-// the message is not in flight.
+// on a FIFO queue the receipt handle has expired.
 func TestFIFOVisibilityChangeOnALapsedMessage(t *testing.T) {
 	q := enginetest.NewFIFO(enginetest.FIFOConfig{Visibility: time.Second})
 	send(t, q, "a", 1)
@@ -150,12 +150,12 @@ func TestFIFOVisibilityChangeOnALapsedMessage(t *testing.T) {
 		t.Fatalf("ChangeMessageVisibility(0) = %v; want nil", err)
 	}
 	_, err = q.ChangeMessageVisibility(t.Context(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 30})
-	if code(err) != "AWS.SimpleQueueService.MessageNotInflight" && code(err) != "MessageNotInflight" {
-		t.Errorf("ChangeMessageVisibility after it became visible = %v; want MessageNotInflight", err)
+	if code(err) != "InvalidParameterValue" {
+		t.Errorf("ChangeMessageVisibility after it became visible = %v; want InvalidParameterValue (the receipt handle has expired)", err)
 	}
 	_, err = q.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle})
-	if code(err) != "ReceiptHandleIsInvalid" {
-		t.Errorf("DeleteMessage after it became visible = %v; want ReceiptHandleIsInvalid (the receipt handle has expired)", err)
+	if code(err) != "InvalidParameterValue" {
+		t.Errorf("DeleteMessage after it became visible = %v; want InvalidParameterValue (the receipt handle has expired)", err)
 	}
 	// Beyond 12 hours from the receive is refused.
 	m = receive(t, q, q.URL, 1, 0)[0]
