@@ -16,7 +16,7 @@
 // the lane leaves its slots to other groups while it waits); a message
 // given back unfinished
 // stays in flight for its retry delay and the rest of its lane is given
-// back, and SQS, which locks a FIFO group while any of its messages is in
+// back, and SQS, which holds back a FIFO group's messages behind one in
 // flight, hands them out again only after it. docs/delivery.md has the
 // whole model.
 //
