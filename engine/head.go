@@ -24,7 +24,7 @@ func (e *Engine) head(ctx context.Context, tenant string) (Head, error) {
 	return readHead(ctx, e.cfg.Client, e.cfg.EventsTable, tenant)
 }
 
-func readHead(ctx context.Context, client DynamoDB, table, tenant string) (Head, error) {
+func readHead(ctx context.Context, client LogDB, table, tenant string) (Head, error) {
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
 		Key:            headKey(tenant),
