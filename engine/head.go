@@ -48,11 +48,11 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 	seqAV, ok1 := item[AttrLastSeq].(*types.AttributeValueMemberN)
 	hashAV, ok2 := item[AttrLastHash].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 {
-		return Head{}, fmt.Errorf("%s or %s missing", AttrLastSeq, AttrLastHash)
+		return Head{}, fmt.Errorf("%s or %s missing: %w", AttrLastSeq, AttrLastHash, ErrBadRow)
 	}
 	seq, err := strconv.ParseUint(seqAV.Value, 10, 64)
 	if err != nil {
-		return Head{}, fmt.Errorf("%s %q: %w", AttrLastSeq, seqAV.Value, err)
+		return Head{}, fmt.Errorf("%s %q: %w: %w", AttrLastSeq, seqAV.Value, ErrBadRow, err)
 	}
 	return Head{Found: true, Seq: seq, Hash: hashAV.Value}, nil
 }

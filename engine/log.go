@@ -22,10 +22,6 @@ type LogDB interface {
 
 var _ LogDB = (*dynamodb.Client)(nil)
 
-// DefaultLogPage is how many rows a Log asks for in one Query when
-// ReadOptions.PageSize is 0.
-const DefaultLogPage = 500
-
 // Log reads the tenants' logs of one events table: a tenant's events in
 // seq order after a position (After), one event (Event) and the head
 // (Head). It is the one reader of event rows outside Emit; callers never
@@ -46,14 +42,15 @@ func NewLog(client LogDB, table string) *Log {
 func (e *Engine) Log() *Log { return NewLog(e.cfg.Client, e.cfg.EventsTable) }
 
 // ReadOptions bound one pass of Log.After. The zero value reads every
-// event after the position, strongly consistent, DefaultLogPage rows to a
-// Query.
+// event after the position, strongly consistent, in DynamoDB's own pages
+// (up to 1 MB each).
 type ReadOptions struct {
 	// Limit is the most events the pass yields (0: no limit). The last
 	// Query asks for no more rows than the limit leaves, so a limit also
 	// bounds the read units spent.
 	Limit int
-	// PageSize is the Limit of each Query (0: DefaultLogPage).
+	// PageSize is the Limit of each Query (0: none, DynamoDB's 1 MB
+	// pages).
 	PageSize int
 	// Eventual reads eventually consistent (half the read units): the
 	// newest events may be missing. Without it every Query is strongly
@@ -64,7 +61,9 @@ type ReadOptions struct {
 // RowError is a row of a tenant's log that is not a well-formed event:
 // it cannot be decoded, or it says another seq than its sort key names.
 // Log.After yields it in the row's place and goes on with the next row,
-// so a caller chooses to stop, skip or report it. It matches ErrBadRow.
+// so a caller chooses to stop, skip or report it; beside one whose
+// KeyMismatch is true it yields the envelope as decoded. It matches
+// ErrBadRow.
 type RowError struct {
 	Tenant string
 	// Key is the seq the row's sort key names (0 when the key is not a
@@ -91,18 +90,13 @@ func (e *RowError) Is(target error) bool { return target == ErrBadRow }
 // sort key names another seq.
 func (e *RowError) KeyMismatch() bool { return e.Seq != 0 }
 
-// After yields tenant's events with a seq above after, in seq order, a
-// Query of at most opts.PageSize rows at a time (the next one only when
-// the caller wants more). A row that is not a well-formed event is
+// After yields tenant's events with a seq above after, in seq order, one
+// Query page at a time (the next one only when the caller wants more). A row that is not a well-formed event is
 // yielded as a *RowError and the pass goes on; a failed Query is yielded
 // as an error naming the tenant and the seq it read after, and ends the
 // pass. Breaking out of the loop stops the reads.
 func (l *Log) After(ctx context.Context, tenant string, after uint64, opts ReadOptions) iter.Seq2[Envelope, error] {
 	return func(yield func(Envelope, error) bool) {
-		page := int32(opts.PageSize)
-		if page <= 0 {
-			page = DefaultLogPage
-		}
 		in := &dynamodb.QueryInput{
 			TableName:              aws.String(l.table),
 			KeyConditionExpression: aws.String("pk = :pk AND sk > :after"),
@@ -113,11 +107,7 @@ func (l *Log) After(ctx context.Context, tenant string, after uint64, opts ReadO
 		}
 		last, yielded := after, 0
 		for {
-			n := page
-			if opts.Limit > 0 {
-				n = int32(min(int(page), opts.Limit-yielded))
-			}
-			in.Limit = aws.Int32(n)
+			in.Limit = queryLimit(opts, yielded)
 			out, err := l.client.Query(ctx, in)
 			if err != nil {
 				yield(Envelope{}, fmt.Errorf("read events of tenant %q from %s after seq %d: %w", tenant, l.table, last, err))
@@ -143,9 +133,23 @@ func (l *Log) After(ctx context.Context, tenant string, after uint64, opts ReadO
 	}
 }
 
+// queryLimit is the Limit of the next Query of a pass that has yielded
+// rows (nil: none).
+func queryLimit(opts ReadOptions, yielded int) *int32 {
+	n := opts.PageSize
+	if opts.Limit > 0 && (n <= 0 || opts.Limit-yielded < n) {
+		n = opts.Limit - yielded
+	}
+	if n <= 0 {
+		return nil
+	}
+	return aws.Int32(int32(n))
+}
+
 // Event reads tenant's event at seq as stored now (strongly consistent).
 // found is false when the log holds no row at seq; a row that is not a
-// well-formed event is a *RowError.
+// well-formed event is a *RowError (with the envelope as decoded when
+// only its key is wrong).
 func (l *Log) Event(ctx context.Context, tenant string, seq uint64) (env Envelope, found bool, err error) {
 	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.table), Key: eventKey(tenant, seq), ConsistentRead: aws.Bool(true),
@@ -180,7 +184,7 @@ func decodeRow(tenant string, item map[string]types.AttributeValue) (Envelope, e
 	case err != nil:
 		return Envelope{}, &RowError{Tenant: tenant, Key: key, Err: err}
 	case sk != SeqSK(env.Seq):
-		return Envelope{}, &RowError{Tenant: tenant, Key: key, Seq: env.Seq, Err: fmt.Errorf("sort key %q holds seq %d", sk, env.Seq)}
+		return env, &RowError{Tenant: tenant, Key: key, Seq: env.Seq, Err: fmt.Errorf("sort key %q holds seq %d", sk, env.Seq)}
 	}
 	return env, nil
 }

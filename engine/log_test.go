@@ -115,6 +115,9 @@ func TestLogAfterPagesAndLimits(t *testing.T) {
 	if s := seqs(t, log.After(ctx, tenant, 7, engine.ReadOptions{})); len(s) != 0 {
 		t.Errorf("After(7) of a log ending at 7 = %v; want none", s)
 	}
+	if l := q.limits(t, true); !slices.Equal(l, []int32{0}) {
+		t.Errorf("After(7) without a page size queried with limits %v; want one Query without a limit", l)
+	}
 
 	env, found, err := log.Event(ctx, tenant, 5)
 	if err != nil || !found || env.ID != want[4].ID {
@@ -142,7 +145,8 @@ func TestLogAfterPagesAndLimits(t *testing.T) {
 }
 
 // A row that is not a well-formed event comes as a *RowError in its place
-// and the pass goes on.
+// (with the envelope as decoded when only its key is wrong) and the pass
+// goes on.
 func TestLogAfterYieldsBadRows(t *testing.T) {
 	f := newFixture(t, testCatalog(), nil)
 	tenant := newTenant(t)
@@ -175,12 +179,12 @@ func TestLogAfterYieldsBadRows(t *testing.T) {
 		case err == nil:
 			got = append(got, fmt.Sprintf("seq %d", env.Seq))
 		case errors.As(err, &row) && errors.Is(err, engine.ErrBadRow):
-			got = append(got, fmt.Sprintf("bad %d mismatch %v", row.Key, row.KeyMismatch()))
+			got = append(got, fmt.Sprintf("bad %d mismatch %v seq %d", row.Key, row.KeyMismatch(), env.Seq))
 		default:
 			t.Fatalf("After yielded %v; want event rows or *RowError", err)
 		}
 	}
-	want := []string{"seq 1", "seq 2", "bad 3 mismatch true", "bad 4 mismatch false"}
+	want := []string{"seq 1", "seq 2", "bad 3 mismatch true seq 2", "bad 4 mismatch false seq 0"}
 	if !slices.Equal(got, want) {
 		t.Errorf("After(0) over bad rows = %q; want %q", got, want)
 	}
