@@ -13,12 +13,22 @@
 // Conflicts with other processes are retried with jittered exponential
 // backoff until the caller's context ends.
 //
+// # Reading a log
+//
+// Log reads a tenant's log without its caller knowing the key layout:
+// After yields the events after a seq as an iterator (strongly consistent
+// Query pages unless ReadOptions.Eventual, with an optional limit; a row
+// that is not a well-formed event comes as a *RowError in its place), Event
+// reads one event and Head the chain head.
+//
 // # The chain
 //
 // Every event row stores seq, prev_hash and
 // hash = sha256(prev_hash || JCS(envelope)), from the Genesis value; the exact
-// rule is in docs/chain.md so another language can verify it. VerifyChain
-// recomputes a tenant's chain page by page and names the first bad sequence.
+// rule is in docs/chain.md so another language can verify it. CheckChain is
+// the check itself, a pure function over a sequence of envelopes and the
+// head; a Verifier joins it to a Log (VerifyChain reads a tenant's chain
+// page by page and names the first bad sequence).
 // A chain rewritten and resealed by someone who can write the events table
 // checks out by itself; Verifier.VerifyAgainst also checks it against
 // positions recorded elsewhere (engine/anchor keeps them).

@@ -37,6 +37,10 @@ var (
 	ErrConditionFailed = errors.New("write condition failed")
 	// ErrNotEventKey: a key is not an event row's (ParseEventKey).
 	ErrNotEventKey = errors.New("not an event row key")
+	// ErrBadRow: a row of a tenant's log is not a well-formed event (it
+	// cannot be decoded, or its sort key names another seq; the error is
+	// a *RowError), or its head row lacks last_seq or last_hash.
+	ErrBadRow = errors.New("malformed event row")
 	// ErrDuplicate: an event with the same idempotency key was already
 	// emitted; nothing was written. The error is a *DuplicateError.
 	ErrDuplicate = errors.New("duplicate event")

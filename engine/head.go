@@ -24,7 +24,7 @@ func (e *Engine) head(ctx context.Context, tenant string) (Head, error) {
 	return readHead(ctx, e.cfg.Client, e.cfg.EventsTable, tenant)
 }
 
-func readHead(ctx context.Context, client DynamoDB, table, tenant string) (Head, error) {
+func readHead(ctx context.Context, client LogDB, table, tenant string) (Head, error) {
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
 		Key:            headKey(tenant),
@@ -48,11 +48,11 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 	seqAV, ok1 := item[AttrLastSeq].(*types.AttributeValueMemberN)
 	hashAV, ok2 := item[AttrLastHash].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 {
-		return Head{}, fmt.Errorf("%s or %s missing", AttrLastSeq, AttrLastHash)
+		return Head{}, fmt.Errorf("%s or %s missing: %w", AttrLastSeq, AttrLastHash, ErrBadRow)
 	}
 	seq, err := strconv.ParseUint(seqAV.Value, 10, 64)
 	if err != nil {
-		return Head{}, fmt.Errorf("%s %q: %w", AttrLastSeq, seqAV.Value, err)
+		return Head{}, fmt.Errorf("%s %q: %w: %w", AttrLastSeq, seqAV.Value, ErrBadRow, err)
 	}
 	return Head{Found: true, Seq: seq, Hash: hashAV.Value}, nil
 }

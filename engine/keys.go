@@ -29,9 +29,14 @@ import (
 // them and from writing them or heads outside a TransactWriteItems
 // (docs/chain.md, "What IAM enforces"). The relay forwards INSERT records
 // of rows whose pk ends in EventPKSuffix to the events queue. Read by:
-// Emit (head), VerifyChain, Verifier.Tenants (the pk of every row),
-// engine/reconcile and engine/anchor (event rows), the relay and the
-// worker (the stream).
+// Emit (head), Log (event rows and heads, for every reader of a tenant's
+// log: the Verifier, engine/reconcile, engine/anchor and cloud/'s
+// console, chaos and completeness), Verifier.Tenants (the pk of every
+// row), Verifier.Heads, the relay and the worker (the stream).
+//
+// The key functions below are exported for what is about the layout
+// itself (the IAM and pipe-filter specs and their tests, the anchors' sort
+// key, a fault tool); a reader of the log uses Log and builds no key.
 //
 // Inbox table (Config.InboxTable; pk only, TTL attribute "ttl"). An
 // idempotent emit (Event.IdempotencyKey) adds a dedup row in the same

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,12 +87,15 @@ type ChainPoint struct {
 // GenesisPoint is the position before a tenant's first event.
 var GenesisPoint = ChainPoint{Seq: 0, Hash: Genesis}
 
-// Verifier verifies hash chains in an events table. It is safe for
-// concurrent use.
+// Verifier verifies hash chains in an events table: it reads a tenant's
+// log with a Log and checks it with the steps of CheckChain. It also finds
+// the tenants (Tenants, HeadTenants) and reads heads in bulk (Heads). It
+// is safe for concurrent use.
 type Verifier struct {
 	client   DynamoDB
 	table    string
-	pageSize int32
+	pageSize int
+	log      *Log
 }
 
 // NewVerifier returns a Verifier reading table through client, pageSize
@@ -102,7 +104,7 @@ func NewVerifier(client DynamoDB, table string, pageSize int32) *Verifier {
 	if pageSize <= 0 {
 		pageSize = 500
 	}
-	return &Verifier{client: client, table: table, pageSize: pageSize}
+	return &Verifier{client: client, table: table, pageSize: int(pageSize), log: NewLog(client, table)}
 }
 
 // VerifyChain verifies tenant's chain with the engine's table and client.
@@ -130,7 +132,7 @@ func (v *Verifier) VerifyChain(ctx context.Context, tenant string) (ChainReport,
 // Rows emitted while it reads are not a break: a log longer than the head
 // read first is compared with the head read again.
 func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoint, limit int) (ChainReport, error) {
-	return v.verify(ctx, tenant, from, limit, nil)
+	return v.verify(ctx, ChainCheck{Tenant: tenant, From: from, Limit: limit})
 }
 
 // VerifyAgainst verifies tenant's whole chain as VerifyChain does and also
@@ -143,177 +145,33 @@ func (v *Verifier) VerifyFrom(ctx context.Context, tenant string, from ChainPoin
 // the log as ReasonAnchorAhead. points may be in any order; a point at seq
 // 0 is ignored.
 func (v *Verifier) VerifyAgainst(ctx context.Context, tenant string, points []ChainPoint) (ChainReport, error) {
-	pts := make([]ChainPoint, 0, len(points))
-	for _, p := range points {
-		if p.Seq > 0 {
-			pts = append(pts, p)
-		}
-	}
-	slices.SortFunc(pts, func(a, b ChainPoint) int { return cmp.Compare(a.Seq, b.Seq) })
-	return v.verify(ctx, tenant, GenesisPoint, 0, pts)
+	return v.verify(ctx, ChainCheck{Tenant: tenant, From: GenesisPoint, Anchors: points})
 }
 
-func (v *Verifier) verify(ctx context.Context, tenant string, from ChainPoint, limit int, points []ChainPoint) (ChainReport, error) {
-	rep := ChainReport{Tenant: tenant, Intact: true, Verified: from}
-	if len(points) > 0 {
-		rep.AnchoredSeq = points[len(points)-1].Seq
-	}
-	var matched uint64 // the newest point that still matches
-	if from.Hash == "" {
-		from.Hash = Genesis
-		rep.Verified.Hash = Genesis
-	}
-	head, err := readHead(ctx, v.client, v.table, tenant)
+// verify reads the head, walks the log after c.From through the chain
+// check, reads the head again when events were committed meanwhile, and
+// compares the head with the end of the log.
+func (v *Verifier) verify(ctx context.Context, c ChainCheck) (ChainReport, error) {
+	w := newChainWalk(c)
+	head, err := v.log.Head(ctx, c.Tenant)
 	if err != nil {
-		return rep, err
+		return w.rep, err
 	}
-	rep.HeadSeq = head.Seq
-	bad := func(seq uint64, r Reason, format string, args ...any) {
-		rep.Intact, rep.FirstBadSeq, rep.Reason, rep.Detail = false, seq, r, fmt.Sprintf(format, args...)
+	w.rep.HeadSeq = head.Seq
+	if err := w.walk(v.log.After(ctx, c.Tenant, w.readAfter(), ReadOptions{Limit: w.readLimit(), PageSize: v.pageSize})); err != nil {
+		return w.rep, fmt.Errorf("verify chain of tenant %q: %w", c.Tenant, err)
 	}
-	var (
-		last     = from.Seq
-		prevHash = from.Hash
-		start    map[string]types.AttributeValue
-		// anchor: the row at from.Seq is read first and only compared.
-		anchor = from.Seq > 0
-		cond   = "pk = :pk"
-		vals   = map[string]types.AttributeValue{":pk": attr.S(EventPK(tenant))}
-	)
-	if anchor {
-		cond += " AND sk >= :from"
-		vals[":from"] = attr.S(SeqSK(from.Seq))
-	}
-	for rep.Intact && !rep.Partial {
-		page := v.pageSize
-		if limit > 0 {
-			want := limit - rep.Events
-			if anchor {
-				want++
-			}
-			page = int32(min(int(page), want+1)) // +1: see whether the log goes on
-		}
-		out, err := v.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(v.table),
-			KeyConditionExpression:    aws.String(cond),
-			ExpressionAttributeValues: vals,
-			ConsistentRead:            aws.Bool(true),
-			ExclusiveStartKey:         start,
-			Limit:                     aws.Int32(page),
-		})
-		if err != nil {
-			return rep, fmt.Errorf("verify chain of tenant %q: query %s after seq %d: %w", tenant, v.table, last, err)
-		}
-		for _, item := range out.Items {
-			sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
-			env, err := DecodeItem(item)
-			if anchor {
-				anchor = false
-				switch {
-				case err != nil:
-					bad(from.Seq, ReasonMalformed, "checkpoint row %v: %v", sk, err)
-				case env.Seq != from.Seq || sk == nil || sk.Value != SeqSK(from.Seq):
-					bad(from.Seq, ReasonGap, "checkpoint seq %d missing: next row is seq %d", from.Seq, env.Seq)
-				case env.Hash != from.Hash:
-					bad(from.Seq, ReasonHashMismatch, "stored hash %.12s…; verified as %.12s…", env.Hash, from.Hash)
-				default:
-					if h, herr := ChainHash(env.PrevHash, env); herr != nil || h != env.Hash {
-						bad(from.Seq, ReasonHashMismatch, "checkpoint row no longer hashes to its stored hash")
-					}
-				}
-				if !rep.Intact {
-					break
-				}
-				continue
-			}
-			if limit > 0 && rep.Events == limit {
-				rep.Partial = true
-				break
-			}
-			rep.Events++
-			expected := last + 1
-			if err != nil {
-				bad(expected, ReasonMalformed, "row %v: %v", sk, err)
-				break
-			}
-			switch {
-			case sk == nil || sk.Value != SeqSK(env.Seq):
-				bad(expected, ReasonDuplicate, "row with sort key %v says seq %d", sk, env.Seq)
-			case env.Seq <= last:
-				bad(env.Seq, ReasonDuplicate, "seq %d after seq %d", env.Seq, last)
-			case env.Seq > expected:
-				bad(expected, ReasonGap, "seq %d missing: next row is seq %d", expected, env.Seq)
-			case env.Tenant != tenant:
-				bad(env.Seq, ReasonHashMismatch, "row names tenant %q", env.Tenant)
-			case env.PrevHash != prevHash:
-				bad(env.Seq, ReasonPrevHashMismatch, "prev_hash %.12s…; previous hash is %.12s…", env.PrevHash, prevHash)
-			}
-			if !rep.Intact {
-				break
-			}
-			h, err := ChainHash(prevHash, env)
-			if err != nil {
-				bad(env.Seq, ReasonMalformed, "%v", err)
-				break
-			}
-			if h != env.Hash {
-				bad(env.Seq, ReasonHashMismatch, "stored hash %.12s…; recomputed %.12s…", env.Hash, h)
-				break
-			}
-			for len(points) > 0 && points[0].Seq <= env.Seq && rep.Intact {
-				if p := points[0]; p.Seq == env.Seq {
-					rep.Anchors++
-					if p.Hash != env.Hash {
-						bad(env.Seq, ReasonAnchorMismatch, "anchored hash %.12s…; row now %.12s…: rewritten and resealed after seq %d, at or before seq %d", p.Hash, env.Hash, matched, env.Seq)
-					}
-					matched = p.Seq
-				}
-				points = points[1:]
-			}
-			if !rep.Intact {
-				break
-			}
-			last, prevHash = env.Seq, env.Hash
-			rep.Verified = ChainPoint{Seq: last, Hash: prevHash}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = out.LastEvaluatedKey
-	}
-	if anchor && rep.Intact {
-		bad(from.Seq, ReasonGap, "checkpoint seq %d is no longer in the log", from.Seq)
-	}
-	if !rep.Intact || rep.Partial {
-		return rep, nil
-	}
-	if len(points) > 0 {
-		// Anchors are read before the log and the log only grows, so an
-		// anchored seq past its end means rows were removed.
-		bad(last+1, ReasonAnchorAhead, "anchored seq %d (hash %.12s…); log ends at seq %d", points[0].Seq, points[0].Hash, last)
-		return rep, nil
-	}
-	if head.Seq < last {
+	if w.headStale(head) {
 		// Events committed after the head was read; read it again.
-		if head, err = readHead(ctx, v.client, v.table, tenant); err != nil {
-			return rep, err
+		if head, err = v.log.Head(ctx, c.Tenant); err != nil {
+			return w.rep, err
 		}
-		rep.HeadSeq = head.Seq
-		if head.Seq > last {
-			return rep, nil // and more since: nothing to compare the head with
+		if head.Seq > w.last {
+			w.rep.HeadSeq = head.Seq
+			return w.rep, nil // and more since: nothing to compare the head with
 		}
 	}
-	switch {
-	case !head.Found && last > 0:
-		bad(1, ReasonMissingHead, "%d events but no head row", last)
-	case head.Seq > last:
-		bad(last+1, ReasonHeadAhead, "head says last_seq %d; log ends at seq %d", head.Seq, last)
-	case head.Seq < last:
-		bad(head.Seq+1, ReasonHeadBehind, "head says last_seq %d; log holds seq %d", head.Seq, last)
-	case head.Found && head.Hash != prevHash:
-		bad(last, ReasonHeadHashMismatch, "head last_hash %.12s…; seq %d hash %.12s…", head.Hash, last, prevHash)
-	}
-	return rep, nil
+	return w.finish(head), nil
 }
 
 // Tenants lists every tenant with a head row or an event row, by scanning

@@ -44,7 +44,7 @@ func Run(ctx context.Context, cfg Config, timeline *os.File) (*Report, error) {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-	fmt.Fprintf(timeline, "building bowline and bowline-edge...\n")
+	fmt.Fprintf(timeline, "building bowline, bowline-edge and seedworker...\n")
 	bins, err := Build(ctx, cfg.Root, tmp)
 	if err != nil {
 		return nil, err
@@ -235,9 +235,9 @@ func (r *run) faultsShort(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		for _, ev := range chain {
-			if ev.env.Type == catalog.TypeDeviceFault {
-				thing, _ := ev.env.Payload["thing"].(string)
-				inChain[thing+"/"+fmt.Sprint(ev.env.Payload["detail"])] = true
+			if ev.Type == catalog.TypeDeviceFault {
+				thing, _ := ev.Payload["thing"].(string)
+				inChain[thing+"/"+fmt.Sprint(ev.Payload["detail"])] = true
 			}
 		}
 	}
@@ -302,19 +302,24 @@ func (r *run) seedRedrive(ctx context.Context, res *ModeResult) error {
 			return err
 		}
 		for _, ev := range chain {
-			if _, ok := open[ev.env.ID]; !ok {
+			if _, ok := open[ev.ID]; !ok {
 				continue
 			}
-			body, err := ddbjson.MarshalMap(ev.item)
+			// The body the relay sends: the event row as stored.
+			item, err := engine.EventItem(ev)
+			if err != nil {
+				return err
+			}
+			body, err := ddbjson.MarshalMap(item)
 			if err != nil {
 				return err
 			}
 			_, err = r.app.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(string(body)),
-				MessageGroupId: aws.String(ev.env.Tenant), MessageDeduplicationId: aws.String("replay-" + ev.env.ID)})
+				MessageGroupId: aws.String(ev.Tenant), MessageDeduplicationId: aws.String("replay-" + ev.ID)})
 			if err != nil {
-				return fmt.Errorf("replay %s: %w", ev.env.ID, err)
+				return fmt.Errorf("replay %s: %w", ev.ID, err)
 			}
-			res.Seed.Replayed += len(open[ev.env.ID])
+			res.Seed.Replayed += len(open[ev.ID])
 		}
 	}
 	for range 60 {
@@ -337,6 +342,40 @@ func (r *run) seedRedrive(ctx context.Context, res *ModeResult) error {
 
 // check evaluates the invariants.
 func (r *run) check(ctx context.Context, res *ModeResult) error {
+	if err := r.checkTelemetry(ctx, res); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	paid := slices.Clone(r.paid)
+	res.BadWebhooksRefused = r.refused
+	r.mu.Unlock()
+	res.PaidOrders = len(paid)
+	tally, err := r.tallyChains(ctx, res)
+	if err != nil {
+		return err
+	}
+	res.check("every chain verifies", tally.intact, strings.Join(tally.notes, "; "))
+	if err := r.checkDeviceFaults(res, tally.faultDetails); err != nil {
+		return err
+	}
+	res.check("bowl events in the chain once", res.DuplicateBowlEvents == 0, fmt.Sprintf("%d duplicates", res.DuplicateBowlEvents))
+	for _, p := range paid {
+		if tally.payments[p.OrderID] != 1 {
+			res.PaymentMismatch++
+		}
+	}
+	res.check("each paid order has one payment event", res.PaymentMismatch == 0, fmt.Sprintf("%d orders with 0 or 2+", res.PaymentMismatch))
+	r.checkEffects(res, paid, tally.paymentEvents)
+	if err := r.checkLeftovers(ctx, res); err != nil {
+		return err
+	}
+	res.MaxOrderLatencyS = res.MaxOrderLatency.Seconds()
+	return nil
+}
+
+// checkTelemetry checks that every acknowledged telemetry frame is in
+// Kinesis, then the telemetry path's own invariants.
+func (r *run) checkTelemetry(ctx context.Context, res *ModeResult) error {
 	t, err := r.readTelemetry(ctx)
 	if err != nil {
 		return err
@@ -345,56 +384,58 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 	res.Samples, res.AckedFrames, res.LostFrames, res.DuplicateRecords = t.samples, acked, missing, t.duplicates
 	res.DuplicateSamples = t.duplicateSamples
 	res.check("acked telemetry in Kinesis", missing == 0, strings.Join(detail, "; "))
-	if err := r.checkTelemetryPath(ctx, t, res); err != nil {
-		return err
-	}
+	return r.checkTelemetryPath(ctx, t, res)
+}
 
-	r.mu.Lock()
-	paid := slices.Clone(r.paid)
-	res.BadWebhooksRefused = r.refused
-	r.mu.Unlock()
-	res.PaidOrders = len(paid)
-	paidBy := map[string]paidOrder{}
-	for _, p := range paid {
-		paidBy[p.EventID] = p
-	}
-	intact := true
-	var chainNotes []string
-	payments := map[string]int{} // order id -> payment events
-	var paymentEvents []engine.Envelope
-	faultEvents := map[string]int{}              // thing -> distinct device_fault events
-	faultDetails := map[string]map[string]bool{} // thing -> their details
+// chainTally is what the chains hold, as the checks after tallyChains
+// need it.
+type chainTally struct {
+	// intact is true when every chain verifies; notes say why not.
+	intact bool
+	notes  []string
+	// payments counts payment events per order id; paymentEvents are
+	// those events.
+	payments      map[string]int
+	paymentEvents []engine.Envelope
+	// faultDetails holds the details of each thing's device faults.
+	faultDetails map[string]map[string]bool
+}
+
+// tallyChains verifies every tenant's chain and reads it, counting its
+// events into res (chain events, bowl events and their duplicates) and
+// the tally.
+func (r *run) tallyChains(ctx context.Context, res *ModeResult) (chainTally, error) {
+	tally := chainTally{intact: true, payments: map[string]int{}, faultDetails: map[string]map[string]bool{}}
 	for g := range r.cfg.Gateways {
 		tenant := tenantOf(g)
 		rep, err := r.app.Verifier().VerifyChain(ctx, tenant)
 		if err != nil {
-			return err
+			return tally, err
 		}
 		if !rep.Intact {
-			intact = false
-			chainNotes = append(chainNotes, fmt.Sprintf("%s: %s at seq %d: %s", tenant, rep.Reason, rep.FirstBadSeq, rep.Detail))
+			tally.intact = false
+			tally.notes = append(tally.notes, fmt.Sprintf("%s: %s at seq %d: %s", tenant, rep.Reason, rep.FirstBadSeq, rep.Detail))
 		}
 		chain, err := r.readChain(ctx, tenant)
 		if err != nil {
-			return err
+			return tally, err
 		}
-		bowl := map[string]int{}
+		bowl := map[string]int{} // thing/device event id -> events
 		for _, ev := range chain {
 			res.ChainEvents++
 			switch {
-			case ev.env.Type == catalog.TypePaymentCompleted:
-				oid, _ := ev.env.Payload["order_id"].(string)
-				payments[oid]++
-				paymentEvents = append(paymentEvents, ev.env)
-			case strings.HasPrefix(ev.env.Type, "bowl.") && ev.env.Type != catalog.TypeDataGap:
-				id, _ := ev.env.Payload["device_event_id"].(string)
-				thing, _ := ev.env.Payload["thing"].(string)
-				if bowl[thing+"/"+id]++; bowl[thing+"/"+id] == 1 && ev.env.Type == catalog.TypeDeviceFault {
-					faultEvents[thing]++
-					if faultDetails[thing] == nil {
-						faultDetails[thing] = map[string]bool{}
+			case ev.Type == catalog.TypePaymentCompleted:
+				oid, _ := ev.Payload["order_id"].(string)
+				tally.payments[oid]++
+				tally.paymentEvents = append(tally.paymentEvents, ev)
+			case strings.HasPrefix(ev.Type, "bowl.") && ev.Type != catalog.TypeDataGap:
+				id, _ := ev.Payload["device_event_id"].(string)
+				thing, _ := ev.Payload["thing"].(string)
+				if bowl[thing+"/"+id]++; bowl[thing+"/"+id] == 1 && ev.Type == catalog.TypeDeviceFault {
+					if tally.faultDetails[thing] == nil {
+						tally.faultDetails[thing] = map[string]bool{}
 					}
-					faultDetails[thing][fmt.Sprint(ev.env.Payload["detail"])] = true
+					tally.faultDetails[thing][fmt.Sprint(ev.Payload["detail"])] = true
 				}
 				res.BowlEvents++
 			}
@@ -405,16 +446,22 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 			}
 		}
 	}
-	res.check("every chain verifies", intact, strings.Join(chainNotes, "; "))
+	return tally, nil
+}
+
+// checkDeviceFaults compares the chains' device faults (inChain: thing
+// -> details) with the simulators' truth.
+//
+// Each fault the run raises has a unique detail. The chain must hold no
+// fault the truth lacks; a truth fault missing from the chain is allowed
+// only as one of the readings the MCU refused (ring full: it never got a
+// sequence number, so the gateway never saw it), and the refusals bound
+// how many.
+func (r *run) checkDeviceFaults(res *ModeResult, inChain map[string]map[string]bool) error {
 	truth, err := r.truthFaults()
 	if err != nil {
 		return err
 	}
-	// Each fault the run raises has a unique detail. The chain must hold
-	// no fault the truth lacks; a truth fault missing from the chain is
-	// allowed only as one of the readings the MCU refused (ring full: it
-	// never got a sequence number, so the gateway never saw it), and the
-	// refusals bound how many.
 	var faultNotes []string
 	r.mu.Lock()
 	refused := map[string]uint64{}
@@ -428,13 +475,13 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 		var missing, invented int
 		var absent []string
 		for d := range details {
-			if !faultDetails[thing][d] {
+			if !inChain[thing][d] {
 				missing++
 				absent = append(absent, d)
 			}
 		}
 		slices.Sort(absent)
-		for d := range faultDetails[thing] {
+		for d := range inChain[thing] {
 			if !details[d] {
 				invented++
 			}
@@ -447,17 +494,18 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 		}
 	}
 	res.check("device faults: chain = truth less MCU refusals", res.DeviceFaultMismatch == 0, strings.Join(faultNotes, "; "))
-	res.check("bowl events in the chain once", res.DuplicateBowlEvents == 0, fmt.Sprintf("%d duplicates", res.DuplicateBowlEvents))
-	for _, p := range paid {
-		if payments[p.OrderID] != 1 {
-			res.PaymentMismatch++
-		}
-	}
-	res.check("each paid order has one payment event", res.PaymentMismatch == 0, fmt.Sprintf("%d orders with 0 or 2+", res.PaymentMismatch))
+	return nil
+}
 
-	// Effects: each payment event reached each provider (a 2xx answer) for
-	// its subscription; extra calls with the same key are absorbed by the
-	// provider's idempotency and counted.
+// checkEffects checks that each payment event reached each provider (a
+// 2xx answer) for its subscription, in chain order per tenant; extra
+// calls with the same key are absorbed by the provider's idempotency and
+// counted.
+func (r *run) checkEffects(res *ModeResult, paid []paidOrder, paymentEvents []engine.Envelope) {
+	paidBy := map[string]paidOrder{}
+	for _, p := range paid {
+		paidBy[p.EventID] = p
+	}
 	slices.SortFunc(paymentEvents, func(a, b engine.Envelope) int {
 		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
 			return c
@@ -494,7 +542,11 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 	}
 	res.check("every paid order reached each provider", res.LostEffects == 0, strings.Join(lost, " "))
 	res.check("handlers saw each tenant's payments in chain order", res.Reordered == 0, fmt.Sprintf("%d inversions", res.Reordered))
+}
 
+// checkLeftovers checks that nothing is left undone: the events DLQ,
+// the dead letters, and the inbox rows still pending or dead.
+func (r *run) checkLeftovers(ctx context.Context, res *ModeResult) error {
 	dlq, err := r.queueDepth(ctx, r.sc.Names.EventsDLQ())
 	if err != nil {
 		return err
@@ -520,7 +572,6 @@ func (r *run) check(ctx context.Context, res *ModeResult) error {
 		return err
 	}
 	res.Seed.PendingRows, res.Seed.DeadRows = counts[inbox.Pending], counts[inbox.Dead]
-	res.MaxOrderLatencyS = res.MaxOrderLatency.Seconds()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -179,39 +180,21 @@ func (t *telemetry) holes() (n int, detail []string) {
 	return n, detail
 }
 
-// chainEvent is an event row as the check needs it.
-type chainEvent struct {
-	env  engine.Envelope
-	item map[string]ddbtypes.AttributeValue
-}
-
-// readChain returns a tenant's events in chain order.
-func (r *run) readChain(ctx context.Context, tenant string) ([]chainEvent, error) {
-	var out []chainEvent
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(r.sc.Names.EventsTable()),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": engine.AttrPK},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": attr.S(engine.EventPK(tenant))},
-		ConsistentRead:            aws.Bool(true),
-	}
-	for {
-		page, err := r.app.DynamoDB.Query(ctx, in)
-		if err != nil {
+// readChain returns a tenant's events in chain order (strongly
+// consistent reads).
+func (r *run) readChain(ctx context.Context, tenant string) ([]engine.Envelope, error) {
+	var out []engine.Envelope
+	for env, err := range engine.NewLog(r.app.DynamoDB, r.sc.Names.EventsTable()).After(ctx, tenant, 0, engine.ReadOptions{}) {
+		var row *engine.RowError
+		switch {
+		case errors.As(err, &row) && row.KeyMismatch():
+			// Decoded: kept as it says; the chain check names the key.
+		case err != nil:
 			return nil, fmt.Errorf("read chain of %s: %w", tenant, err)
 		}
-		for _, item := range page.Items {
-			env, err := engine.DecodeItem(item)
-			if err != nil {
-				return nil, fmt.Errorf("chain of %s: %w", tenant, err)
-			}
-			out = append(out, chainEvent{env: env, item: item})
-		}
-		if page.LastEvaluatedKey == nil {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
+		out = append(out, env)
 	}
+	return out, nil
 }
 
 // queueDepth is visible plus in-flight messages of a queue.

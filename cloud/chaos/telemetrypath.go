@@ -142,7 +142,7 @@ func (r *run) falseGaps(ctx context.Context, t *telemetry) (raised int, wrong []
 			return 0, nil, err
 		}
 		for _, ev := range chain {
-			if ev.env.Type != catalog.TypeDataGap {
+			if ev.Type != catalog.TypeDataGap {
 				continue
 			}
 			var gap struct {
@@ -152,7 +152,7 @@ func (r *run) falseGaps(ctx context.Context, t *telemetry) (raised int, wrong []
 				FromSeq uint64 `json:"from_seq"`
 				ToSeq   uint64 `json:"to_seq"`
 			}
-			b, _ := json.Marshal(ev.env.Payload)
+			b, _ := json.Marshal(ev.Payload)
 			if json.Unmarshal(b, &gap) != nil || gap.Lane != "telemetry" {
 				continue
 			}

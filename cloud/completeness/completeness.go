@@ -12,19 +12,14 @@ package completeness
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"regexp"
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // FaultRingOverflow is the MCU's fault code for readings refused with its
@@ -35,9 +30,10 @@ const FaultRingOverflow = 4
 // "<n> readings refused: ring full".
 var refusedRE = regexp.MustCompile(`^(\d+) readings? refused`)
 
-// DB is the part of DynamoDB Day reads: the rollups and the event log.
+// DB is the part of DynamoDB Day reads: the rollups (Query) and the
+// event log (an engine.Log, which also has GetItem).
 type DB interface {
-	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	engine.LogDB
 }
 
 // Tables names the tables Day reads.
@@ -122,27 +118,20 @@ func payloadUint(p map[string]any, k string) (uint64, bool) {
 	return uint64(v), true
 }
 
-// readLog reads every event of tenant, oldest first.
+// readLog reads every event of tenant, oldest first (eventually
+// consistent: an operator's day that ended). Rows that cannot be decoded
+// are skipped.
 func readLog(ctx context.Context, db DB, table, tenant string) ([]engine.Envelope, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(table),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(engine.EventPK(tenant))},
-	}
 	var out []engine.Envelope
-	for {
-		page, err := db.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("read events of tenant %q: %w", tenant, err)
+	for env, err := range engine.NewLog(db, table).After(ctx, tenant, 0, engine.ReadOptions{Eventual: true}) {
+		var row *engine.RowError
+		switch {
+		case errors.As(err, &row) && !row.KeyMismatch():
+			continue
+		case err != nil && row == nil:
+			return nil, err
 		}
-		for _, it := range page.Items {
-			if env, err := engine.DecodeItem(it); err == nil {
-				out = append(out, env)
-			}
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
+		out = append(out, env)
 	}
+	return out, nil
 }

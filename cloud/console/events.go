@@ -3,18 +3,12 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/bowline-iot/bowline/engine"
-	"github.com/bowline-iot/bowline/engine/attr"
 )
 
 // tenantLog is what the console knows of one tenant: its events in seq
@@ -65,8 +59,7 @@ func envelopeSize(e *engine.Envelope) int64 {
 // refresh, within maxPerTenant events per tenant and maxBytes (estimated)
 // in all.
 type eventLog struct {
-	db           DynamoDB
-	table        string
+	log          *engine.Log
 	maxPerTenant int
 	maxBytes     int64
 
@@ -78,7 +71,7 @@ type eventLog struct {
 }
 
 func newEventLog(db DynamoDB, table string, maxPerTenant int, maxBytes int64) *eventLog {
-	return &eventLog{db: db, table: table, maxPerTenant: maxPerTenant, maxBytes: maxBytes, tenants: map[string]*tenantLog{}}
+	return &eventLog{log: engine.NewLog(db, table), maxPerTenant: maxPerTenant, maxBytes: maxBytes, tenants: map[string]*tenantLog{}}
 }
 
 // trim keeps the cache within its bounds (l.mu held): a tenant over
@@ -159,69 +152,53 @@ func (l *eventLog) tail(ctx context.Context) error {
 	return nil
 }
 
-// readAfter queries tenant's events with seq above after.
+// readAfter reads tenant's events with seq above after (strongly
+// consistent, in DynamoDB's own pages).
 func (l *eventLog) readAfter(ctx context.Context, tenant string, after uint64) ([]engine.Envelope, error) {
-	in := &dynamodb.QueryInput{
-		TableName:              aws.String(l.table),
-		KeyConditionExpression: aws.String("pk = :pk AND sk > :sk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": attr.S(engine.EventPK(tenant)), ":sk": attr.S(engine.SeqSK(after)),
-		},
-		ConsistentRead: aws.Bool(true),
-	}
 	var out []engine.Envelope
-	for {
-		page, err := l.db.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("read events of tenant %q after seq %d: %w", tenant, after, err)
-		}
-		for _, it := range page.Items {
-			env, err := engine.DecodeItem(it)
-			if err != nil {
-				// A malformed row: the cache stops before it; verification
-				// shows why.
-				return out, nil
-			}
-			out = append(out, env)
-		}
-		if len(page.LastEvaluatedKey) == 0 {
+	for env, err := range l.log.After(ctx, tenant, after, engine.ReadOptions{}) {
+		var row *engine.RowError
+		switch {
+		case errors.As(err, &row) && !row.KeyMismatch():
+			// A malformed row: the cache stops before it; verification
+			// shows why.
 			return out, nil
+		case err != nil && row == nil:
+			return nil, err
 		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
+		// A row under another seq's key is kept as it says (tail keeps
+		// only the next seq).
+		out = append(out, env)
 	}
+	return out, nil
 }
 
+// readHead reads tenant's head: seq 0 and no hash without a head row or
+// with a malformed one (verification shows why).
 func (l *eventLog) readHead(ctx context.Context, tenant string) (uint64, string, error) {
-	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), Key: attr.Key(engine.HeadPK(tenant), engine.HeadSK), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return 0, "", fmt.Errorf("read head of tenant %q: %w", tenant, err)
+	h, err := l.log.Head(ctx, tenant)
+	switch {
+	case errors.Is(err, engine.ErrBadRow):
+		return 0, "", nil
+	case err != nil:
+		return 0, "", err
+	case !h.Found:
+		return 0, "", nil
 	}
-	var seq uint64
-	if n, ok := out.Item[engine.AttrLastSeq].(*types.AttributeValueMemberN); ok {
-		seq, _ = strconv.ParseUint(n.Value, 10, 64)
-	}
-	return seq, attr.GetS(out.Item, engine.AttrLastHash), nil
+	return h.Seq, h.Hash, nil
 }
 
 // readEvent reads one event row as stored now (not from the cache: a
 // tampered row shows as it is).
 func (l *eventLog) readEvent(ctx context.Context, tenant string, seq uint64) (engine.Envelope, bool, error) {
-	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), Key: attr.Key(engine.EventPK(tenant), engine.SeqSK(seq)), ConsistentRead: aws.Bool(true),
-	})
+	env, found, err := l.log.Event(ctx, tenant, seq)
+	if row := (*engine.RowError)(nil); errors.As(err, &row) && row.KeyMismatch() {
+		return env, true, nil // shown as it is
+	}
 	if err != nil {
-		return engine.Envelope{}, false, fmt.Errorf("read event %d of tenant %q: %w", seq, tenant, err)
+		return engine.Envelope{}, false, err
 	}
-	if out.Item == nil {
-		return engine.Envelope{}, false, nil
-	}
-	env, err := engine.DecodeItem(out.Item)
-	if err != nil {
-		return engine.Envelope{}, false, fmt.Errorf("event %d of tenant %q: %w", seq, tenant, err)
-	}
-	return env, true, nil
+	return env, found, nil
 }
 
 // tenantView is a copy of one tenant's state for a page.

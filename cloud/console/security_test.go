@@ -156,7 +156,7 @@ func (f floodDB) item(tenant string, seq uint64) map[string]types.AttributeValue
 }
 
 func (f floodDB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	sk := in.ExpressionAttributeValues[":sk"].(*types.AttributeValueMemberS).Value
+	sk := in.ExpressionAttributeValues[":after"].(*types.AttributeValueMemberS).Value
 	if in.ExclusiveStartKey != nil {
 		sk = in.ExclusiveStartKey["sk"].(*types.AttributeValueMemberS).Value
 	}

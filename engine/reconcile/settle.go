@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -148,7 +147,6 @@ func (c InboxCheck) Settle(ctx context.Context, tenant string) (Settlement, erro
 		return Settlement{}, err
 	}
 	now := c.Now()
-	cutoff, expiry := now.Add(-c.Grace), now.Add(-c.InboxTTL)
 	res := Settlement{SettledSeq: old.Settled}
 
 	// The open pairs first: those that settled leave the list.
@@ -164,75 +162,8 @@ func (c InboxCheck) Settle(ctx context.Context, tenant string) (Settlement, erro
 	}
 
 	// Then the events past the watermark, a page at a time.
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(c.EventsTable),
-		KeyConditionExpression:    aws.String("pk = :pk AND sk > :after"),
-		ProjectionExpression:      aws.String("sk, id, #type, occurred_at"),
-		ExpressionAttributeNames:  map[string]string{"#type": engine.AttrType},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": attr.S(engine.EventPK(tenant)), ":after": attr.S(engine.SeqSK(old.Settled))},
-		ConsistentRead:            aws.Bool(true),
-	}
-	read := 0
-walk:
-	for {
-		in.Limit = aws.Int32(int32(min(100, c.MaxEvents-read)))
-		out, err := c.DB.Query(ctx, in)
-		if err != nil {
-			return Settlement{}, fmt.Errorf("read events of tenant %q: %w", tenant, err)
-		}
-		read += len(out.Items)
-		var page []pending
-		var keys []string
-		for _, it := range out.Items {
-			p := pending{seq: seqOf(attr.GetS(it, engine.AttrSK))}
-			p.at, _ = time.Parse(engine.TimeLayout, attr.GetS(it, engine.AttrOccurredAt))
-			if p.at.After(cutoff) {
-				page = append(page, p) // in flight: the walk ends here
-				break
-			}
-			id := attr.GetS(it, engine.AttrID)
-			for _, s := range engine.Match(c.Subscriptions, engine.Durable, attr.GetS(it, engine.AttrType)) {
-				p.keys = append(p.keys, inbox.Key(id, s.Name))
-			}
-			keys = append(keys, p.keys...)
-			page = append(page, p)
-		}
-		st, err := c.statuses(ctx, keys)
-		if err != nil {
-			return Settlement{}, fmt.Errorf("inbox check of tenant %q: %w", tenant, err)
-		}
-		for _, p := range page {
-			if p.at.After(cutoff) {
-				break walk
-			}
-			var unsettled []string
-			expired := 0
-			for _, k := range p.keys {
-				s, found := st[k]
-				switch {
-				case settled(s):
-				case !found && !p.at.After(expiry):
-					expired++
-				default:
-					unsettled = append(unsettled, k)
-				}
-			}
-			if len(open)+len(unsettled) > c.MaxOpen {
-				res.Behind = true
-				break walk
-			}
-			open = append(open, unsettled...)
-			res.Expired += expired
-			res.SettledSeq = p.seq
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		if read >= c.MaxEvents {
-			res.Behind = true
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	if open, err = c.walk(ctx, tenant, old.Settled, open, now, &res); err != nil {
+		return Settlement{}, err
 	}
 	res.Unsettled = len(open)
 	if res.SettledSeq != old.Settled || len(open) != len(old.Open) {
@@ -241,6 +172,103 @@ walk:
 		}
 	}
 	return res, nil
+}
+
+// walkPage is how many events walk reads in one Query and settles with
+// one read of their inbox rows.
+const walkPage = 100
+
+// walk reads tenant's events past the watermark (strongly consistent, at
+// most MaxEvents in pages of walkPage) and settles them a page at a time
+// (settlePage), until an event younger than Grace, MaxOpen or MaxEvents
+// stops it. It returns the open list with the pairs it found unsettled.
+func (c InboxCheck) walk(ctx context.Context, tenant string, after uint64, open []string, now time.Time, res *Settlement) ([]string, error) {
+	cutoff := now.Add(-c.Grace)
+	var (
+		page []pending
+		read int
+	)
+	events := engine.NewLog(c.DB, c.EventsTable).After(ctx, tenant, after, engine.ReadOptions{Limit: c.MaxEvents, PageSize: walkPage})
+	for env, err := range events {
+		var row *engine.RowError
+		if err != nil && !errors.As(err, &row) {
+			return nil, err
+		}
+		read++
+		p := pending{seq: env.Seq, at: env.OccurredAt}
+		if row != nil {
+			// A row that is not a well-formed event (the chain check
+			// names it) is passed over under the seq its key names: no
+			// worker can take it, so there is no work to wait for unless
+			// it decoded and only its key is wrong.
+			p.seq = row.Key
+		}
+		if !p.at.After(cutoff) {
+			for _, s := range engine.Match(c.Subscriptions, engine.Durable, env.Type) {
+				p.keys = append(p.keys, inbox.Key(env.ID, s.Name))
+			}
+		}
+		page = append(page, p)
+		if p.at.After(cutoff) || len(page) == walkPage {
+			var stop bool
+			if open, stop, err = c.settlePage(ctx, tenant, page, open, now, res); err != nil || stop {
+				return open, err
+			}
+			page = page[:0] // (an event in flight always stops the walk)
+		}
+	}
+	open, stop, err := c.settlePage(ctx, tenant, page, open, now, res)
+	if err != nil || stop {
+		return open, err
+	}
+	if read >= c.MaxEvents {
+		res.Behind = true
+	}
+	return open, nil
+}
+
+// settlePage reads the inbox rows of page's pairs and moves the
+// watermark (res.SettledSeq) over its events in order, adding the pairs
+// still unsettled to open. It stops (stop true) at an event younger than
+// Grace or where open would outgrow MaxOpen (res.Behind).
+func (c InboxCheck) settlePage(ctx context.Context, tenant string, page []pending, open []string, now time.Time, res *Settlement) (_ []string, stop bool, _ error) {
+	if len(page) == 0 {
+		return open, false, nil
+	}
+	cutoff, expiry := now.Add(-c.Grace), now.Add(-c.InboxTTL)
+	var keys []string
+	for _, p := range page {
+		keys = append(keys, p.keys...)
+	}
+	st, err := c.statuses(ctx, keys)
+	if err != nil {
+		return open, true, fmt.Errorf("inbox check of tenant %q: %w", tenant, err)
+	}
+	for _, p := range page {
+		if p.at.After(cutoff) {
+			return open, true, nil
+		}
+		var unsettled []string
+		expired := 0
+		for _, k := range p.keys {
+			s, found := st[k]
+			switch {
+			case settled(s):
+			case !found && !p.at.After(expiry):
+				expired++
+			default:
+				unsettled = append(unsettled, k)
+			}
+		}
+		if len(open)+len(unsettled) > c.MaxOpen {
+			res.Behind = true
+			return open, true, nil
+		}
+		open = append(open, unsettled...)
+		res.Expired += expired
+		res.SettledSeq = p.seq
+	}
+	return open, false, nil
 }
 
 // settled reports whether an inbox status is final for reconciliation:

@@ -36,6 +36,7 @@ const (
 	ruleNoMain  = "internal/ holds no package main"
 	ruleRoot    = "cloud/app is the one composition root: no other cloud package builds an engine or an engine consumer, or resolves a queue URL"
 	ruleTypes   = "engine/ names no Bowline event type (they are cloud/catalog's)"
+	ruleKeys    = "outside engine/ only the fault tool names the events table's keys (engine.EventPK, SeqSK, HeadPK, HeadSK): read a log with engine.Log"
 )
 
 // cborModule is the one third-party module edge/wire/batch may import.
@@ -55,6 +56,14 @@ var engineForbidden = []string{"internal/resources", "internal/awsenv", "interna
 // which no product links (proving_test.go), and the chaos harness builds
 // it in its own program, cloud/bench/chaos/seedworker.
 var constructors = []string{"engine", "engine/worker", "engine/relay", "engine/recordchange", "engine/redrive"}
+
+// eventKeys are the engine's names for the events table's key layout;
+// keyTools are the files outside engine/ that may use them (the fault
+// tool that rewrites a row behind the engine's back).
+var (
+	eventKeys = []string{"EventPK", "SeqSK", "HeadPK", "HeadSK"}
+	keyTools  = []string{"cloud/cmd/bowline/devtamper.go"}
+)
 
 // pkg is what `go list -json` says of a package.
 type pkg struct {
@@ -335,6 +344,35 @@ func rootViolations(t *testing.T, g graph, root string) []string {
 	return v
 }
 
+// keyViolations finds, outside engine/, uses of the events table's key
+// layout (eventKeys) but in keyTools.
+func keyViolations(t *testing.T, g graph, root string) []string {
+	var v []string
+	fset := token.NewFileSet()
+	for _, p := range g.ours() {
+		from, _ := rel(p.ImportPath)
+		if under(from, "engine") {
+			continue
+		}
+		for _, f := range parse(t, fset, root, p) {
+			if slices.Contains(keyTools, f.name) {
+				continue
+			}
+			ast.Inspect(f.file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && f.imports[x.Name] == "engine" && slices.Contains(eventKeys, sel.Sel.Name) {
+					v = append(v, fmt.Sprintf("%s uses engine.%s (%s:%d): %s", from, sel.Sel.Name, f.name, fset.Position(sel.Pos()).Line, ruleKeys))
+				}
+				return true
+			})
+		}
+	}
+	return v
+}
+
 // bowlineTypes returns the event types cloud/catalog declares as Type*
 // constants: string literals, or constants of another package of ours
 // (edge/wire defines the device types).
@@ -447,6 +485,7 @@ func TestLayout(t *testing.T) {
 	v = append(v, g.violations()...)
 	v = append(v, rootViolations(t, g, root)...)
 	v = append(v, typeViolations(t, g, root)...)
+	v = append(v, keyViolations(t, g, root)...)
 	for _, s := range v {
 		t.Error(s)
 	}
