@@ -13,6 +13,12 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
 )
 
 // providerSubs are the subscriptions that call an external provider, by
@@ -336,19 +342,19 @@ func (c *Console) gatewaysStage() stage {
 func ingestStage(r readings) stage {
 	in := stage{Key: "ingest", Name: "Broker / ingest", Deps: []string{"chain"}}
 	m, ss := r.m(), r.ss
-	if !m.has("bowline_ingest_messages_received_total") {
+	if !m.has(ingest.MetricMessagesReceived) {
 		in.notHere()
 		return in
 	}
-	recv := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_received_total") }, true)
-	rej := delta(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_rejected_total") })
+	recv := rateSeries(ss, func(x sample) float64 { return x.m.sum(ingest.MetricMessagesReceived) }, true)
+	rej := delta(ss, func(x sample) float64 { return x.m.sum(ingest.MetricMessagesRejected) })
 	in.State, in.Note = stateOK, "bowl events: events rule -> Kinesis events -> the chain"
 	if rej > 0 {
 		in.State, in.Note = stateLagging, fmt.Sprintf("%.0f messages rejected lately (dead-lettered)", rej)
 	}
 	in.Figures = []figure{{"messages", fmtRate(recentRate(recv)), false},
-		{"rejected", fmtInt(int64(m.sum("bowline_ingest_messages_rejected_total"))), rej > 0},
-		{"gaps", fmtInt(int64(m.sum("bowline_ingest_data_gaps_total"))), false}}
+		{"rejected", fmtInt(int64(m.sum(ingest.MetricMessagesRejected))), rej > 0},
+		{"gaps", fmtInt(int64(m.sum(ingest.MetricDataGaps))), false}}
 	in.Spark = sparkline(recv)
 	return in
 }
@@ -359,8 +365,8 @@ func ingestStage(r readings) stage {
 func (c *Console) kinesisStage(r readings) stage {
 	kin := stage{Key: "kinesis", Name: "Kinesis telemetry"}
 	records, readAt, newest := c.telemetry.status()
-	samples := rateSeries(r.ss, func(x sample) float64 { return x.m.sum("bowline_consumer_samples_total") }, true)
-	putErr := r.m().sum("bowline_rules_errors_total")
+	samples := rateSeries(r.ss, func(x sample) float64 { return x.m.sum(durable.MetricSamples) }, true)
+	putErr := r.m().sum(rules.MetricErrors)
 	// The rollups are stamped on the bowls' clock: how far the newest is
 	// behind is measured on it (the demo clock is hours behind the wall
 	// clock).
@@ -388,8 +394,8 @@ func (c *Console) kinesisStage(r readings) stage {
 // chainStage: events committed, and the last verification.
 func (c *Console) chainStage(r readings) stage {
 	ch := stage{Key: "chain", Name: "Event chain", Link: Prefix + "tenants"}
-	committed := rateSeries(r.ss, func(x sample) float64 { return x.m.sum("bowline_engine_events_committed_total") }, true)
-	emitFail := r.m().sum("bowline_engine_emit_failures_total")
+	committed := rateSeries(r.ss, func(x sample) float64 { return x.m.sum(engine.MetricEventsCommitted) }, true)
+	emitFail := r.m().sum(engine.MetricEmitFailures)
 	intact, checked, broken := 0, 0, ""
 	for _, v := range c.log.views() {
 		if v.Checked() {
@@ -423,22 +429,22 @@ func (c *Console) chainStage(r readings) stage {
 func relayStage(r readings) stage {
 	rl := stage{Key: "relay", Name: "Relay", Deps: []string{"chain", "queue"}}
 	m, ss := r.m(), r.ss
-	if !m.has("bowline_relay_forwarded_total") {
+	if !m.has(relay.MetricForwarded) {
 		rl.notHere()
 		rl.Note = "not in this process (an EventBridge Pipe in AWS)"
 		return rl
 	}
-	fwd := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_relay_forwarded_total") }, true)
+	fwd := rateSeries(ss, func(x sample) float64 { return x.m.sum(relay.MetricForwarded) }, true)
 	// The lag gauge is the age of the newest record forwarded: it
 	// grows while nothing happens, so it only counts while the relay
 	// is forwarding.
-	lag := m.max("bowline_relay_lag_seconds")
+	lag := m.max(relay.MetricLag)
 	behind := relayBehind(ss)
 	unrelayed := 0.0
-	if m.has("bowline_engine_events_committed_total") {
-		unrelayed = m.sum("bowline_engine_events_committed_total") - m.sum("bowline_relay_forwarded_total", "pipe=events")
+	if m.has(engine.MetricEventsCommitted) {
+		unrelayed = m.sum(engine.MetricEventsCommitted) - m.sum(relay.MetricForwarded, "pipe=events")
 	}
-	sendErr := delta(ss, func(x sample) float64 { return x.m.sum("bowline_relay_send_errors_total") })
+	sendErr := delta(ss, func(x sample) float64 { return x.m.sum(relay.MetricSendErrors) })
 	rl.State, rl.Note = stateOK, "streams -> events.fifo, record-changes"
 	switch {
 	case behind:
@@ -449,7 +455,7 @@ func relayStage(r readings) stage {
 	if sendErr > 0 {
 		rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f failed sends lately (retried)", sendErr)
 	}
-	rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), behind}, {"send errors", fmtInt(int64(m.sum("bowline_relay_send_errors_total"))), sendErr > 0}}
+	rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), behind}, {"send errors", fmtInt(int64(m.sum(relay.MetricSendErrors))), sendErr > 0}}
 	rl.Spark = sparkline(fwd)
 	return rl
 }
@@ -493,13 +499,13 @@ func queueStage(r readings) stage {
 func workerStage(r readings) stage {
 	wk := stage{Key: "worker", Name: "Worker", Deps: []string{"queue"}}
 	m, ss := r.m(), r.ss
-	if !m.has("bowline_worker_received_total") {
+	if !m.has(worker.MetricReceived) {
 		wk.notHere()
 		return wk
 	}
-	ok := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_worker_handler_seconds", "outcome=ok") }, true)
-	retries := delta(ss, func(x sample) float64 { return x.m.sum("bowline_worker_retries_total") })
-	dead := delta(ss, func(x sample) float64 { return x.m.sum("bowline_worker_dead_letters_total") })
+	ok := rateSeries(ss, func(x sample) float64 { return x.m.sum(worker.MetricHandlerSeconds, "outcome=ok") }, true)
+	retries := delta(ss, func(x sample) float64 { return x.m.sum(worker.MetricRetries) })
+	dead := delta(ss, func(x sample) float64 { return x.m.sum(worker.MetricDeadLetters) })
 	wk.State, wk.Note = stateOK, "inbox claim -> handler -> complete"
 	switch {
 	case dead > 0:
@@ -508,8 +514,8 @@ func workerStage(r readings) stage {
 		wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f retries lately", retries)
 	}
 	wk.Figures = []figure{{"handled", fmtRate(recentRate(ok)), false}, {"in flight", fmtInt(int64(r.cur.events.InFlight)), false},
-		{"retries", fmtInt(int64(m.sum("bowline_worker_retries_total"))), retries > 0},
-		{"dead", fmtInt(int64(m.sum("bowline_worker_dead_letters_total"))), m.sum("bowline_worker_dead_letters_total") > 0}}
+		{"retries", fmtInt(int64(m.sum(worker.MetricRetries))), retries > 0},
+		{"dead", fmtInt(int64(m.sum(worker.MetricDeadLetters))), m.sum(worker.MetricDeadLetters) > 0}}
 	wk.Spark = sparkline(ok)
 	return wk
 }
@@ -518,7 +524,7 @@ func workerStage(r readings) stage {
 // the calls the providers report.
 func (c *Console) providersStage(r readings) stage {
 	pv := stage{Key: "providers", Name: "Providers", Link: Prefix + "commerce", Deps: []string{"worker"}}
-	if !r.m().has("bowline_worker_received_total") && c.cfg.Calls == nil {
+	if !r.m().has(worker.MetricReceived) && c.cfg.Calls == nil {
 		pv.notHere()
 		return pv
 	}
@@ -552,7 +558,7 @@ func (c *Console) providersStage(r readings) stage {
 func providerOutcomes(x sample, outcome string) float64 {
 	t := 0.0
 	for sub := range providerSubs {
-		t += x.m.sum("bowline_worker_handler_seconds", "subscription="+sub, "outcome="+outcome)
+		t += x.m.sum(worker.MetricHandlerSeconds, "subscription="+sub, "outcome="+outcome)
 	}
 	return t
 }
@@ -566,8 +572,8 @@ func relayBehind(ss []sample) bool {
 		return false
 	}
 	for i := len(ss) - rateWindow; i < len(ss); i++ {
-		moved := ss[i].m.sum("bowline_relay_forwarded_total") > ss[i-1].m.sum("bowline_relay_forwarded_total")
-		if !moved || ss[i].m.max("bowline_relay_lag_seconds") <= lagRelay.Seconds() {
+		moved := ss[i].m.sum(relay.MetricForwarded) > ss[i-1].m.sum(relay.MetricForwarded)
+		if !moved || ss[i].m.max(relay.MetricLag) <= lagRelay.Seconds() {
 			return false
 		}
 	}
