@@ -21,11 +21,18 @@ type Metrics struct {
 
 var _ Observer = (*Metrics)(nil)
 
+// Names of the engine's metrics that other parts read (the console's
+// pipeline page).
+const (
+	MetricEventsCommitted = "bowline_engine_events_committed_total"
+	MetricEmitFailures    = "bowline_engine_emit_failures_total"
+)
+
 // NewMetrics registers the engine's metrics with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		committed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bowline_engine_events_committed_total", Help: "Events committed by Emit.",
+			Name: MetricEventsCommitted, Help: "Events committed by Emit.",
 		}, nil),
 		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "bowline_engine_group_events", Help: "Events per group-commit transaction.",
@@ -40,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bowline_engine_emit_failures_total", Help: "Emits that returned an error, by reason.",
+			Name: MetricEmitFailures, Help: "Emits that returned an error, by reason.",
 		}, []string{"reason"}),
 	}
 	for _, c := range []prometheus.Collector{m.committed, m.groupSize, m.attempts, m.latency, m.failures} {

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/guard"
+	"github.com/bowline-iot/bowline/internal/resources"
 )
 
 const (
@@ -152,21 +152,33 @@ func TestHSTSOnlyOverHTTPS(t *testing.T) {
 	}
 }
 
-// TestConsoleCanBeOffTheAPIListener: with ConsoleAddr set ("off" or an
-// address of its own) the API's listener refuses /console/ even when a
-// console is configured, and names why.
-func TestConsoleCanBeOffTheAPIListener(t *testing.T) {
-	console := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "the console") })
-	for _, addr := range []string{api.ConsoleOff, "127.0.0.1:0"} {
-		m := newInmem(t, func(c *api.Config) { c.OpsToken, c.Console, c.ConsoleAddr = goodOps, console, addr })
-		r := m.from("203.0.113.9:1", http.MethodGet, "/console/login", nil, "")
-		if r.Status != http.StatusNotFound || bytes.Contains(r.Body, []byte("the console")) {
-			t.Errorf("ConsoleAddr %q: /console/login on the API listener = %d %q; want 404", addr, r.Status, r.Body)
+// TestMountsServeBesideTheAPI: a handler in Config.Mounts answers on the
+// API's listener, with HSTS behind the trusted proxy over HTTPS as the
+// API's routes; a mount that is invalid or takes an API route is refused.
+// (cloud/app mounts the console so: TestConsoleCanBeOffTheAPIListener.)
+func TestMountsServeBesideTheAPI(t *testing.T) {
+	extra := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "mounted") })
+	m := newInmem(t, func(c *api.Config) {
+		c.Mounts = map[string]http.Handler{"/extra/": extra}
+		g, err := guard.New(guard.Config{Proxies: guard.MustParseProxies("10.0.0.0/24")})
+		if err != nil {
+			t.Fatal(err)
 		}
+		c.Guard = g
+	})
+	r := m.from("10.0.0.5:1", http.MethodGet, "/extra/page", map[string]string{"X-Forwarded-Proto": "https"}, "")
+	if r.Status != http.StatusOK || string(r.Body) != "mounted" || !strings.HasPrefix(r.Header.Get("Strict-Transport-Security"), "max-age=") {
+		t.Errorf("/extra/page = %d %q (HSTS %q); want the mounted handler with HSTS", r.Status, r.Body, r.Header.Get("Strict-Transport-Security"))
 	}
-	m := newInmem(t, func(c *api.Config) { c.OpsToken, c.Console = goodOps, console })
-	if r := m.from("203.0.113.9:1", http.MethodGet, "/console/login", nil, ""); r.Status != http.StatusOK {
-		t.Errorf("default: /console/login = %d; want the console (200)", r.Status)
+	if r := m.from("203.0.113.9:1", http.MethodGet, "/console/", nil, ""); r.Status != http.StatusNotFound {
+		t.Errorf("/console/ without a mount = %d; want 404", r.Status)
+	}
+	for pattern, h := range map[string]http.Handler{"POST /v1/orders": extra, "/{bad": extra, "/nil/": nil} {
+		cfg := api.Config{Emitter: fakeEmitter{}, DB: &fakeDB{}, Names: resources.Names{Stack: "inmem"}, WebhookSecret: testSecret,
+			Mounts: map[string]http.Handler{pattern: h}}
+		if _, err := api.New(cfg); err == nil || !strings.Contains(err.Error(), pattern) {
+			t.Errorf("mount %q: New = %v; want an error naming it", pattern, err)
+		}
 	}
 }
 
@@ -194,30 +206,34 @@ func TestSettingsReadProxiesAndConsoleAddr(t *testing.T) {
 	}
 }
 
-// TestServeConsoleOnItsOwnListener: with ConsoleAddr an address, the
-// console answers on ServeConsole's listener and not on the API's.
-func TestServeConsoleOnItsOwnListener(t *testing.T) {
-	console := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "the console") })
-	m := newInmem(t, func(c *api.Config) { c.OpsToken, c.Console, c.ConsoleAddr = goodOps, console, "127.0.0.1:0" })
+// TestServeHandlerOnItsOwnListener: ServeHandler answers with its handler
+// on a listener of its own, not the API, and stops cleanly with its
+// context.
+func TestServeHandlerOnItsOwnListener(t *testing.T) {
+	own := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "the console") })
+	m := newInmem(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- m.api.ServeConsole(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
+	go func() {
+		done <- m.api.ServeHandler(ctx, "console", "127.0.0.1:0", own, func(a net.Addr) { addrc <- a.String() })
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("ServeConsole: %v", err)
+			t.Errorf("ServeHandler: %v", err)
 		}
 	}()
-	resp, err := http.Get("http://" + <-addrc + "/console/login")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "the console" {
-		t.Fatalf("the console's own listener: %d %q; want the console", resp.StatusCode, body)
-	}
-	if r := m.from("203.0.113.9:1", http.MethodGet, "/console/login", nil, ""); r.Status != http.StatusNotFound {
-		t.Fatalf("the API's listener: /console/login = %d; want 404", r.Status)
+	base := "http://" + <-addrc
+	// Every path is the handler's: none is the API's.
+	for _, path := range []string{"/console/login", "/healthz"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != "the console" {
+			t.Errorf("GET %s on its own listener: %d %q; want the handler's answer", path, resp.StatusCode, body)
+		}
 	}
 }

@@ -30,7 +30,7 @@ const (
 	ConsoleAddrEnv   = "BOWLINE_CONSOLE_ADDR"
 )
 
-// ConsoleOff is the ConsoleAddr that serves no console at all.
+// ConsoleOff is the Settings.ConsoleAddr that serves no console at all.
 const ConsoleOff = "off"
 
 // MinSecretLen is the shortest bearer token, ops token or webhook secret
@@ -83,16 +83,12 @@ type Config struct {
 	Tolerance time.Duration
 	// Reconciler answers /v1/ops/reconcile; nil answers 501.
 	Reconciler Reconciler
-	// Console serves /console/ (cloud/console, built by cloud/app with
-	// the ops token); nil means the console is disabled and refuses
-	// every request with 403.
-	Console http.Handler
-	// ConsoleAddr moves the console off the API's listener: "" serves it
-	// there (under /console/), ConsoleOff serves it nowhere, and host:port
-	// means the caller serves ConsoleHandler on a listener of its own
-	// (bowline api --console-addr). Either way the API's listener then
-	// answers /console/ with 404.
-	ConsoleAddr string
+	// Mounts are handlers served on the API's listener beside its own
+	// routes, by http.ServeMux pattern, behind the same HSTS header
+	// (cloud/app mounts the web console under /console/ there, or nothing
+	// when it is served elsewhere). A pattern that is invalid or
+	// conflicts with the API's routes is an error from New.
+	Mounts map[string]http.Handler
 	// Guard counts failed bearer and ops tokens per client address and
 	// knows the trusted proxies (cloud/guard); default a Guard with no
 	// trusted proxy whose metrics go to Registerer. Share one with the
@@ -129,8 +125,10 @@ func (c Config) Validate() error {
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("api config: max body bytes %d: must not be negative", c.MaxBodyBytes)
 	}
-	if err := checkConsoleAddr(c.ConsoleAddr); err != nil {
-		return fmt.Errorf("api config: %w", err)
+	for pattern, h := range c.Mounts {
+		if h == nil {
+			return fmt.Errorf("api config: mount %q: nil handler", pattern)
+		}
 	}
 	if c.Prices != nil {
 		if err := c.Prices.Validate(); err != nil {
@@ -244,7 +242,9 @@ type Settings struct {
 	// (BOWLINE_TRUSTED_PROXIES): only their X-Forwarded-For and
 	// X-Forwarded-Proto are believed (cloud/guard).
 	TrustedProxies guard.Proxies
-	// ConsoleAddr is BOWLINE_CONSOLE_ADDR (Config.ConsoleAddr).
+	// ConsoleAddr is BOWLINE_CONSOLE_ADDR, where the web console is
+	// served (cloud/app): "" under /console/ on the API's listener,
+	// ConsoleOff nowhere, host:port on a listener of its own.
 	ConsoleAddr string
 }
 

@@ -7,7 +7,11 @@
 //	POST /v1/webhooks/payments   HMAC-SHA256 signature; order paid + com.payment_completed (or com.payment_refused)
 //	GET  /v1/ops/reconcile       operator token; chains, dead letters, DLQ depth
 //	GET  /healthz                liveness
-//	/console/                    the web console (cloud/console): ops token login; 403 without one
+//
+// Other handlers can be mounted beside these routes (Config.Mounts):
+// cloud/app mounts the web console under /console/ there, unless it is
+// served on a listener of its own or nowhere. This package does not know
+// the console.
 //
 // Every state change goes through the engine: the business row (the order,
 // the paid mark, the idempotency and payment dedup rows) and its event commit

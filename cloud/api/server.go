@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/bowline-iot/bowline/cloud/console"
 	"github.com/bowline-iot/bowline/cloud/guard"
 )
 
@@ -27,10 +26,6 @@ type API struct {
 	tokens []tenantToken
 	opsSum digest
 	guard  *guard.Guard
-	// console is what Config.Console serves (nil: disabled), with the
-	// console's security headers; served under /console/ on the API's
-	// listener only when Config.ConsoleAddr is "".
-	console http.Handler
 }
 
 // hstsMaxAge is the Strict-Transport-Security lifetime: one year, the
@@ -58,21 +53,25 @@ func New(cfg Config) (*API, error) {
 	// and a path rule in front of it does not see what Go's mux decodes
 	// (/%6detrics is /metrics). MetricsHandler is served on its own
 	// listener (docs/security.md).
-	a.console = cfg.Console
-	if a.console == nil {
-		a.console = console.Disabled("this API has no console: set " + OpsTokenEnv + " to enable it (operators log in with that token).")
+	for pattern, h := range cfg.Mounts {
+		if err := mount(a.mux, pattern, h); err != nil {
+			return nil, err
+		}
 	}
-	if cfg.ConsoleAddr == "" {
-		a.mux.Handle(console.Prefix, a.console)
-		a.mux.Handle("GET /console", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
-	}
-	// Otherwise /console/ is no route here: 404 like any other.
 	return a, nil
 }
 
-// ConsoleHandler is the console (Config.Console, or its refusal when
-// nil), for a listener of its own when Config.ConsoleAddr is an address.
-func (a *API) ConsoleHandler() http.Handler { return a.console }
+// mount adds h at pattern to mux, turning the mux's panic on an invalid
+// or conflicting pattern into an error.
+func mount(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("api config: mount %q: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
 
 // MetricsHandler serves the Prometheus text of Config.Gatherer. Serve it
 // on a listener of its own (bowline api --metrics-addr, loopback by
@@ -132,14 +131,16 @@ func (a *API) ServeListener(ctx context.Context, ln net.Listener, ready func(net
 	return a.serve(ctx, "api", a, ln, ready)
 }
 
-// ServeConsole serves ConsoleHandler alone on addr until ctx ends, as
-// Serve does (bowline api --console-addr).
-func (a *API) ServeConsole(ctx context.Context, addr string, ready func(net.Addr)) error {
+// ServeHandler serves h alone on addr until ctx ends, as Serve serves the
+// API (the same timeouts, graceful shutdown and logs, named by what): for
+// what must not be on the API's public listener, such as the web console
+// on a listener of its own (bowline api --console-addr, cloud/app).
+func (a *API) ServeHandler(ctx context.Context, what, addr string, h http.Handler, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("console listen %s: %w", addr, err)
+		return fmt.Errorf("%s listen %s: %w", what, addr, err)
 	}
-	return a.serve(ctx, "console", a.ConsoleHandler(), ln, ready)
+	return a.serve(ctx, what, h, ln, ready)
 }
 
 func (a *API) serve(ctx context.Context, what string, h http.Handler, ln net.Listener, ready func(net.Addr)) error {

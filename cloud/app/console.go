@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/api"
 	"github.com/bowline-iot/bowline/cloud/console"
 	"github.com/bowline-iot/bowline/cloud/guard"
 	"github.com/bowline-iot/bowline/engine/reconcile"
@@ -75,6 +77,28 @@ func (a *App) Console(ctx context.Context, opts ConsoleOptions) (*console.Consol
 		Refresh: opts.Refresh, VerifyEvery: opts.VerifyEvery, Logger: log,
 		OneClickLogin: opts.OneClickLogin, Guard: g,
 	})
+}
+
+// consoleMounts are the routes that put the console beside the API on
+// the API's listener (api.Config.Mounts). The console is cloud/app's to
+// place, not the API's: cloud/api does not import cloud/console.
+//
+// consoleAddr is api.Settings.ConsoleAddr: "" mounts con under
+// console.Prefix (and redirects /console there), or the console's 403
+// refusal when con is nil (no ops token); anything else mounts nothing,
+// so the API's listener answers /console/ with 404 like any unknown route
+// (docs/security.md: the console off the public listener).
+func consoleMounts(consoleAddr string, con http.Handler) map[string]http.Handler {
+	if consoleAddr != "" {
+		return nil
+	}
+	if con == nil {
+		con = console.Disabled("this API has no console: set " + api.OpsTokenEnv + " to enable it (operators log in with that token).")
+	}
+	return map[string]http.Handler{
+		console.Prefix: con,
+		"GET /console": http.RedirectHandler(console.Prefix, http.StatusMovedPermanently),
+	}
 }
 
 // guardFor returns the process's one guard (cloud/guard) on the App's

@@ -4,7 +4,8 @@
 // catalog and its metrics, and the stores the engine's consumers share.
 // Every process part is handed out from there: Worker, Relay, Redriver,
 // RecordChanges, API (and APIWithConsole, with the web console Console
-// builds), Subscribers, Ingest and Rules (the topic rules' stand-in). Bind is the one place
+// builds mounted beside it: cloud/api does not know the console),
+// Subscribers, Ingest and Rules (the topic rules' stand-in). Bind is the one place
 // handlers are bound to subscriptions, and Group supervises what runs.
 //
 // `bowline` (cloud/cmd/bowline) and `bowline dev` (cloud/dev) build on this

@@ -136,13 +136,17 @@ func (a *App) RecordChanges(ctx context.Context, bound engine.Catalog, tune func
 
 // API builds the HTTP API emitting through the App's engine, with the
 // stack reconciler behind /v1/ops/reconcile and the App's registry on
-// /metrics. Its /console/ refuses: APIWithConsole mounts one.
+// /metrics. Its /console/ refuses (unless settings.ConsoleAddr takes the
+// console off its listener): APIWithConsole mounts one.
 func (a *App) API(settings api.Settings, log *slog.Logger) (*api.API, error) {
 	return a.APIWithConsole(settings, nil, log)
 }
 
-// APIWithConsole is API with con (App.Console) served under /console/;
-// nil con gives the console's refusal.
+// APIWithConsole is API with the web console con (App.Console) mounted
+// beside it as settings.ConsoleAddr says (consoleMounts): under /console/
+// on the API's listener when it is "", not there otherwise (serve con
+// with the API's ServeHandler on that address, or nowhere for
+// api.ConsoleOff). nil con mounts the console's refusal.
 func (a *App) APIWithConsole(settings api.Settings, con http.Handler, log *slog.Logger) (*api.API, error) {
 	a = a.Part(PartAPI)
 	if log == nil {
@@ -163,8 +167,8 @@ func (a *App) APIWithConsole(settings api.Settings, con http.Handler, log *slog.
 	return api.New(api.Config{
 		Emitter: a.emitter(), DB: a.DynamoDB, Names: a.Names,
 		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret, Prices: settings.Prices,
-		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log, Console: con,
-		ConsoleAddr: settings.ConsoleAddr, Guard: g,
+		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log,
+		Mounts: consoleMounts(settings.ConsoleAddr, con), Guard: g,
 	})
 }
 

@@ -1,11 +1,37 @@
 package console
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
 )
+
+// pipelineMetrics are the metrics the pipeline page reads, named by the
+// constants of the parts that register them. gather keeps only these, so
+// a name read and not listed here reads as missing.
+var pipelineMetrics = []string{
+	ingest.MetricMessagesReceived, ingest.MetricMessagesRejected, ingest.MetricDataGaps,
+	durable.MetricSamples, rules.MetricErrors,
+	engine.MetricEventsCommitted, engine.MetricEmitFailures,
+	relay.MetricForwarded, relay.MetricLag, relay.MetricSendErrors,
+	worker.MetricReceived, worker.MetricHandlerSeconds, worker.MetricRetries, worker.MetricDeadLetters,
+}
+
+// Metrics returns the names of the metrics the pipeline page reads from
+// Config.Gatherer. A stage whose metrics the registry lacks shows "not
+// running in this process" (bowline dev registers them all; bowline api
+// the engine's). cloud/console's tests check that the parts register
+// every one.
+func Metrics() []string { return slices.Clone(pipelineMetrics) }
 
 // metricPoint is one gathered series: its labels and value (a counter's or
 // gauge's value, a histogram's or summary's count).
@@ -17,7 +43,10 @@ type metricPoint struct {
 // snapshot is one gathering of the process's registry, by metric name.
 type snapshot map[string][]metricPoint
 
-// gather reads g into a snapshot; nil g gives an empty one.
+// gather reads the pipeline's metrics (pipelineMetrics) from g into a
+// snapshot; nil g gives an empty one. The sampler keeps 60 of them, so
+// the rest of the registry (the Go runtime's series, the API's) is left
+// out.
 func gather(g prometheus.Gatherer) snapshot {
 	s := snapshot{}
 	if g == nil {
@@ -25,6 +54,9 @@ func gather(g prometheus.Gatherer) snapshot {
 	}
 	fams, _ := g.Gather() // a partial gathering is still worth showing
 	for _, f := range fams {
+		if !slices.Contains(pipelineMetrics, f.GetName()) {
+			continue
+		}
 		for _, m := range f.GetMetric() {
 			p := metricPoint{labels: map[string]string{}}
 			for _, l := range m.GetLabel() {

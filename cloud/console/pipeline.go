@@ -13,6 +13,12 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/cloud/ingest"
+	"github.com/bowline-iot/bowline/cloud/rules"
+	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/relay"
+	"github.com/bowline-iot/bowline/engine/worker"
 )
 
 // providerSubs are the subscriptions that call an external provider, by
@@ -251,82 +257,116 @@ func fmtInt(n int64) string {
 }
 
 // stages builds the diagram from the kept samples, the agents, the chain
-// verifications and the telemetry reader.
+// verifications and the telemetry reader: one box per stage, in data
+// order, then the down state of a stage spread to those that need it.
 func (c *Console) stages() []stage {
-	ss := c.sampler.copy()
-	var cur sample
-	if len(ss) > 0 {
-		cur = ss[len(ss)-1]
+	r := c.readings()
+	out := []stage{
+		c.gatewaysStage(),
+		ingestStage(r),
+		c.kinesisStage(r),
+		c.chainStage(r),
+		relayStage(r),
+		queueStage(r),
+		workerStage(r),
+		c.providersStage(r),
 	}
-	m := cur.m
-	notHere := func(s *stage) { s.State, s.Note = stateUnknown, "not running in this process" }
-	var out []stage
+	propagate(out)
+	return out
+}
 
-	// Gateways: the edge agents' status endpoints.
+// readings are what the stages are built from: the kept samples, oldest
+// first, and the newest of them (zero before the first).
+type readings struct {
+	ss  []sample
+	cur sample
+}
+
+// m is the newest gathering of the registry.
+func (r readings) m() snapshot { return r.cur.m }
+
+func (c *Console) readings() readings {
+	r := readings{ss: c.sampler.copy()}
+	if len(r.ss) > 0 {
+		r.cur = r.ss[len(r.ss)-1]
+	}
+	return r
+}
+
+// notHere marks a stage whose part does not run in this process.
+func (s *stage) notHere() { s.State, s.Note = stateUnknown, "not running in this process" }
+
+// gatewaysStage: the edge agents' status endpoints.
+func (c *Console) gatewaysStage() stage {
 	gw := stage{Key: "gateways", Name: "Gateways", Link: Prefix + "bowls"}
 	agents := c.agents.all()
 	if len(agents) == 0 {
 		gw.State, gw.Note = stateUnknown, "no agent status endpoint known to this process"
-	} else {
-		up, backlog, oldest, rate, dropped := 0, int64(0), 0.0, 0.0, int64(0)
-		for _, a := range agents {
-			if a.Up() {
-				up++
-			}
-			backlog += a.Backlog()
-			oldest = max(oldest, a.Oldest())
-			rate += a.PublishRate
-			dropped += a.Status.Lanes.Events.Dropped + a.Status.Lanes.Telemetry.Dropped
-		}
-		// Under a simulated clock record ages are in simulated time, so
-		// only the backlog tells whether a gateway falls behind.
-		old := c.cfg.SimClock == nil && oldest > lagOutboxAge.Seconds()
-		behind := old || backlog > lagBacklog*int64(len(agents))
-		gw.State = stateOK
-		switch {
-		case up == 0:
-			gw.State, gw.Note = stateDown, "no agent connected to the broker"
-			if p := agents[0].Problem(); p != nil {
-				gw.Note, gw.Problem = fmt.Sprintf("no agent answers: %s", p.Words()), p
-			}
-		case up < len(agents):
-			gw.State, gw.Note = stateLagging, fmt.Sprintf("%d of %d agents not connected", len(agents)-up, len(agents))
-		case old:
-			gw.State, gw.Note = stateLagging, fmt.Sprintf("oldest record waiting %.0f s", oldest)
-		case behind:
-			gw.State, gw.Note = stateLagging, fmt.Sprintf("%s records waiting in outboxes", fmtInt(backlog))
-		default:
-			gw.Note = fmt.Sprintf("%d of %d agents connected", up, len(agents))
-		}
-		gw.Figures = []figure{{"publish", fmtRate(rate), false}, {"outbox backlog", fmtInt(backlog), behind}, {"dropped", fmtInt(dropped), dropped > 0}}
+		return gw
 	}
-	out = append(out, gw)
+	up, backlog, oldest, rate, dropped := 0, int64(0), 0.0, 0.0, int64(0)
+	for _, a := range agents {
+		if a.Up() {
+			up++
+		}
+		backlog += a.Backlog()
+		oldest = max(oldest, a.Oldest())
+		rate += a.PublishRate
+		dropped += a.Status.Lanes.Events.Dropped + a.Status.Lanes.Telemetry.Dropped
+	}
+	// Under a simulated clock record ages are in simulated time, so
+	// only the backlog tells whether a gateway falls behind.
+	old := c.cfg.SimClock == nil && oldest > lagOutboxAge.Seconds()
+	behind := old || backlog > lagBacklog*int64(len(agents))
+	gw.State = stateOK
+	switch {
+	case up == 0:
+		gw.State, gw.Note = stateDown, "no agent connected to the broker"
+		if p := agents[0].Problem(); p != nil {
+			gw.Note, gw.Problem = fmt.Sprintf("no agent answers: %s", p.Words()), p
+		}
+	case up < len(agents):
+		gw.State, gw.Note = stateLagging, fmt.Sprintf("%d of %d agents not connected", len(agents)-up, len(agents))
+	case old:
+		gw.State, gw.Note = stateLagging, fmt.Sprintf("oldest record waiting %.0f s", oldest)
+	case behind:
+		gw.State, gw.Note = stateLagging, fmt.Sprintf("%s records waiting in outboxes", fmtInt(backlog))
+	default:
+		gw.Note = fmt.Sprintf("%d of %d agents connected", up, len(agents))
+	}
+	gw.Figures = []figure{{"publish", fmtRate(rate), false}, {"outbox backlog", fmtInt(backlog), behind}, {"dropped", fmtInt(dropped), dropped > 0}}
+	return gw
+}
 
-	// Broker and ingest.
+// ingestStage: the broker and ingest.
+func ingestStage(r readings) stage {
 	in := stage{Key: "ingest", Name: "Broker / ingest", Deps: []string{"chain"}}
-	if !m.has("bowline_ingest_messages_received_total") {
-		notHere(&in)
-	} else {
-		recv := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_received_total") }, true)
-		rej := delta(ss, func(x sample) float64 { return x.m.sum("bowline_ingest_messages_rejected_total") })
-		in.State, in.Note = stateOK, "bowl events: events rule -> Kinesis events -> the chain"
-		if rej > 0 {
-			in.State, in.Note = stateLagging, fmt.Sprintf("%.0f messages rejected lately (dead-lettered)", rej)
-		}
-		in.Figures = []figure{{"messages", fmtRate(recentRate(recv)), false},
-			{"rejected", fmtInt(int64(m.sum("bowline_ingest_messages_rejected_total"))), rej > 0},
-			{"gaps", fmtInt(int64(m.sum("bowline_ingest_data_gaps_total"))), false}}
-		in.Spark = sparkline(recv)
+	m, ss := r.m(), r.ss
+	if !m.has(ingest.MetricMessagesReceived) {
+		in.notHere()
+		return in
 	}
-	out = append(out, in)
+	recv := rateSeries(ss, func(x sample) float64 { return x.m.sum(ingest.MetricMessagesReceived) }, true)
+	rej := delta(ss, func(x sample) float64 { return x.m.sum(ingest.MetricMessagesRejected) })
+	in.State, in.Note = stateOK, "bowl events: events rule -> Kinesis events -> the chain"
+	if rej > 0 {
+		in.State, in.Note = stateLagging, fmt.Sprintf("%.0f messages rejected lately (dead-lettered)", rej)
+	}
+	in.Figures = []figure{{"messages", fmtRate(recentRate(recv)), false},
+		{"rejected", fmtInt(int64(m.sum(ingest.MetricMessagesRejected))), rej > 0},
+		{"gaps", fmtInt(int64(m.sum(ingest.MetricDataGaps))), false}}
+	in.Spark = sparkline(recv)
+	return in
+}
 
-	// Kinesis: new samples the telemetry consumer took from the stream
-	// (the topic rules put them there), records the rules could not put,
-	// and how far behind the rollups this console reads are.
+// kinesisStage: new samples the telemetry consumer took from the stream
+// (the topic rules put them there), records the rules could not put, and
+// how far behind the rollups this console reads are.
+func (c *Console) kinesisStage(r readings) stage {
 	kin := stage{Key: "kinesis", Name: "Kinesis telemetry"}
 	records, readAt, newest := c.telemetry.status()
-	samples := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_consumer_samples_total") }, true)
-	putErr := m.sum("bowline_rules_errors_total")
+	samples := rateSeries(r.ss, func(x sample) float64 { return x.m.sum(durable.MetricSamples) }, true)
+	putErr := r.m().sum(rules.MetricErrors)
 	// The rollups are stamped on the bowls' clock: how far the newest is
 	// behind is measured on it (the demo clock is hours behind the wall
 	// clock).
@@ -348,12 +388,14 @@ func (c *Console) stages() []stage {
 	}
 	kin.Figures = []figure{{"samples in", fmtRate(recentRate(samples)), false}, {"reader behind", fmtDuration(behind), behind > lagReader}, {"put errors", fmtInt(int64(putErr)), putErr > 0}}
 	kin.Spark = sparkline(samples)
-	out = append(out, kin)
+	return kin
+}
 
-	// The chain: events committed, and the last verification.
+// chainStage: events committed, and the last verification.
+func (c *Console) chainStage(r readings) stage {
 	ch := stage{Key: "chain", Name: "Event chain", Link: Prefix + "tenants"}
-	committed := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_engine_events_committed_total") }, true)
-	emitFail := m.sum("bowline_engine_emit_failures_total")
+	committed := rateSeries(r.ss, func(x sample) float64 { return x.m.sum(engine.MetricEventsCommitted) }, true)
+	emitFail := r.m().sum(engine.MetricEmitFailures)
 	intact, checked, broken := 0, 0, ""
 	for _, v := range c.log.views() {
 		if v.Checked() {
@@ -380,42 +422,48 @@ func (c *Console) stages() []stage {
 	if dbp != nil {
 		ch.unknownFigures()
 	}
-	out = append(out, ch)
+	return ch
+}
 
-	// Relay: DynamoDB Streams -> SQS.
+// relayStage: DynamoDB Streams -> SQS.
+func relayStage(r readings) stage {
 	rl := stage{Key: "relay", Name: "Relay", Deps: []string{"chain", "queue"}}
-	if !m.has("bowline_relay_forwarded_total") {
-		notHere(&rl)
+	m, ss := r.m(), r.ss
+	if !m.has(relay.MetricForwarded) {
+		rl.notHere()
 		rl.Note = "not in this process (an EventBridge Pipe in AWS)"
-	} else {
-		fwd := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_relay_forwarded_total") }, true)
-		// The lag gauge is the age of the newest record forwarded: it
-		// grows while nothing happens, so it only counts while the relay
-		// is forwarding.
-		lag := m.max("bowline_relay_lag_seconds")
-		behind := relayBehind(ss)
-		unrelayed := 0.0
-		if m.has("bowline_engine_events_committed_total") {
-			unrelayed = m.sum("bowline_engine_events_committed_total") - m.sum("bowline_relay_forwarded_total", "pipe=events")
-		}
-		sendErr := delta(ss, func(x sample) float64 { return x.m.sum("bowline_relay_send_errors_total") })
-		rl.State, rl.Note = stateOK, "streams -> events.fifo, record-changes"
-		switch {
-		case behind:
-			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f s behind the stream", lag)
-		case unrelayed > lagChainGap:
-			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f events committed here not relayed yet", unrelayed)
-		}
-		if sendErr > 0 {
-			rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f failed sends lately (retried)", sendErr)
-		}
-		rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), behind}, {"send errors", fmtInt(int64(m.sum("bowline_relay_send_errors_total"))), sendErr > 0}}
-		rl.Spark = sparkline(fwd)
+		return rl
 	}
-	out = append(out, rl)
+	fwd := rateSeries(ss, func(x sample) float64 { return x.m.sum(relay.MetricForwarded) }, true)
+	// The lag gauge is the age of the newest record forwarded: it
+	// grows while nothing happens, so it only counts while the relay
+	// is forwarding.
+	lag := m.max(relay.MetricLag)
+	behind := relayBehind(ss)
+	unrelayed := 0.0
+	if m.has(engine.MetricEventsCommitted) {
+		unrelayed = m.sum(engine.MetricEventsCommitted) - m.sum(relay.MetricForwarded, "pipe=events")
+	}
+	sendErr := delta(ss, func(x sample) float64 { return x.m.sum(relay.MetricSendErrors) })
+	rl.State, rl.Note = stateOK, "streams -> events.fifo, record-changes"
+	switch {
+	case behind:
+		rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f s behind the stream", lag)
+	case unrelayed > lagChainGap:
+		rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f events committed here not relayed yet", unrelayed)
+	}
+	if sendErr > 0 {
+		rl.State, rl.Note = stateLagging, fmt.Sprintf("%.0f failed sends lately (retried)", sendErr)
+	}
+	rl.Figures = []figure{{"forwarded", fmtRate(recentRate(fwd)), false}, {"last record age", fmt.Sprintf("%.1f s", lag), behind}, {"send errors", fmtInt(int64(m.sum(relay.MetricSendErrors))), sendErr > 0}}
+	rl.Spark = sparkline(fwd)
+	return rl
+}
 
-	// Queue and DLQ.
+// queueStage: the events queue and its dead-letter queue.
+func queueStage(r readings) stage {
 	q := stage{Key: "queue", Name: "Queue / DLQ", Link: Prefix + "dead-letters"}
+	ss, cur := r.ss, r.cur
 	waiting := rateSeries(ss, func(x sample) float64 { return float64(x.events.Visible) }, false)
 	q.State, q.Note = stateOK, "events.fifo"
 	switch {
@@ -444,68 +492,75 @@ func (c *Console) stages() []stage {
 		q.Figures[3].Value = "?"
 	}
 	q.Spark = sparkline(waiting)
-	out = append(out, q)
+	return q
+}
 
-	// Worker.
+// workerStage: the inbox worker.
+func workerStage(r readings) stage {
 	wk := stage{Key: "worker", Name: "Worker", Deps: []string{"queue"}}
-	if !m.has("bowline_worker_received_total") {
-		notHere(&wk)
-	} else {
-		ok := rateSeries(ss, func(x sample) float64 { return x.m.sum("bowline_worker_handler_seconds", "outcome=ok") }, true)
-		retries := delta(ss, func(x sample) float64 { return x.m.sum("bowline_worker_retries_total") })
-		dead := delta(ss, func(x sample) float64 { return x.m.sum("bowline_worker_dead_letters_total") })
-		wk.State, wk.Note = stateOK, "inbox claim -> handler -> complete"
-		switch {
-		case dead > 0:
-			wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f dead letters lately", dead)
-		case retries > 0:
-			wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f retries lately", retries)
-		}
-		wk.Figures = []figure{{"handled", fmtRate(recentRate(ok)), false}, {"in flight", fmtInt(int64(cur.events.InFlight)), false},
-			{"retries", fmtInt(int64(m.sum("bowline_worker_retries_total"))), retries > 0},
-			{"dead", fmtInt(int64(m.sum("bowline_worker_dead_letters_total"))), m.sum("bowline_worker_dead_letters_total") > 0}}
-		wk.Spark = sparkline(ok)
+	m, ss := r.m(), r.ss
+	if !m.has(worker.MetricReceived) {
+		wk.notHere()
+		return wk
 	}
-	out = append(out, wk)
+	ok := rateSeries(ss, func(x sample) float64 { return x.m.sum(worker.MetricHandlerSeconds, "outcome=ok") }, true)
+	retries := delta(ss, func(x sample) float64 { return x.m.sum(worker.MetricRetries) })
+	dead := delta(ss, func(x sample) float64 { return x.m.sum(worker.MetricDeadLetters) })
+	wk.State, wk.Note = stateOK, "inbox claim -> handler -> complete"
+	switch {
+	case dead > 0:
+		wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f dead letters lately", dead)
+	case retries > 0:
+		wk.State, wk.Note = stateLagging, fmt.Sprintf("%.0f retries lately", retries)
+	}
+	wk.Figures = []figure{{"handled", fmtRate(recentRate(ok)), false}, {"in flight", fmtInt(int64(r.cur.events.InFlight)), false},
+		{"retries", fmtInt(int64(m.sum(worker.MetricRetries))), retries > 0},
+		{"dead", fmtInt(int64(m.sum(worker.MetricDeadLetters))), m.sum(worker.MetricDeadLetters) > 0}}
+	wk.Spark = sparkline(ok)
+	return wk
+}
 
-	// Providers: outcomes of the subscriptions that call them, and the
-	// calls they report.
+// providersStage: outcomes of the subscriptions that call a provider, and
+// the calls the providers report.
+func (c *Console) providersStage(r readings) stage {
 	pv := stage{Key: "providers", Name: "Providers", Link: Prefix + "commerce", Deps: []string{"worker"}}
-	provFilter := func(x sample, outcome string) float64 {
-		t := 0.0
-		for sub := range providerSubs {
-			t += x.m.sum("bowline_worker_handler_seconds", "subscription="+sub, "outcome="+outcome)
-		}
-		return t
+	if !r.m().has(worker.MetricReceived) && c.cfg.Calls == nil {
+		pv.notHere()
+		return pv
 	}
-	if !m.has("bowline_worker_received_total") && c.cfg.Calls == nil {
-		notHere(&pv)
-	} else {
-		okRate := rateSeries(ss, func(x sample) float64 { return provFilter(x, "ok") }, true)
-		failed := delta(ss, func(x sample) float64 { return provFilter(x, "retry") + provFilter(x, "dead") })
-		succeeded := delta(ss, func(x sample) float64 { return provFilter(x, "ok") })
-		calls, failedCalls := len(cur.calls), 0
-		for _, cl := range cur.calls {
-			if !cl.OK() {
-				failedCalls++
-			}
+	ss := r.ss
+	okRate := rateSeries(ss, func(x sample) float64 { return providerOutcomes(x, "ok") }, true)
+	failed := delta(ss, func(x sample) float64 { return providerOutcomes(x, "retry") + providerOutcomes(x, "dead") })
+	succeeded := delta(ss, func(x sample) float64 { return providerOutcomes(x, "ok") })
+	calls, failedCalls := len(r.cur.calls), 0
+	for _, cl := range r.cur.calls {
+		if !cl.OK() {
+			failedCalls++
 		}
-		pv.State, pv.Note = stateOK, "Shopify, shipping, notifications"
-		switch {
-		case failed > 0 && succeeded == 0:
-			pv.State, pv.Note = stateDown, fmt.Sprintf("every call failing lately (%.0f)", failed)
-		case failed > 0:
-			pv.State, pv.Note = stateLagging, fmt.Sprintf("%.0f calls failed lately", failed)
-		}
-		pv.Figures = []figure{{"calls ok", fmtRate(recentRate(okRate)), false}, {"failed lately", fmtInt(int64(failed)), failed > 0}}
-		if c.cfg.Calls != nil {
-			pv.Figures = append(pv.Figures, figure{"calls seen", fmt.Sprintf("%d (%d failed)", calls, failedCalls), false})
-		}
-		pv.Spark = sparkline(okRate)
 	}
-	out = append(out, pv)
-	propagate(out)
-	return out
+	pv.State, pv.Note = stateOK, "Shopify, shipping, notifications"
+	switch {
+	case failed > 0 && succeeded == 0:
+		pv.State, pv.Note = stateDown, fmt.Sprintf("every call failing lately (%.0f)", failed)
+	case failed > 0:
+		pv.State, pv.Note = stateLagging, fmt.Sprintf("%.0f calls failed lately", failed)
+	}
+	pv.Figures = []figure{{"calls ok", fmtRate(recentRate(okRate)), false}, {"failed lately", fmtInt(int64(failed)), failed > 0}}
+	if c.cfg.Calls != nil {
+		pv.Figures = append(pv.Figures, figure{"calls seen", fmt.Sprintf("%d (%d failed)", calls, failedCalls), false})
+	}
+	pv.Spark = sparkline(okRate)
+	return pv
+}
+
+// providerOutcomes counts the handler runs of the subscriptions that call
+// a provider ending in outcome.
+func providerOutcomes(x sample, outcome string) float64 {
+	t := 0.0
+	for sub := range providerSubs {
+		t += x.m.sum(worker.MetricHandlerSeconds, "subscription="+sub, "outcome="+outcome)
+	}
+	return t
 }
 
 // relayBehind reports whether the relay has been forwarding records older
@@ -517,8 +572,8 @@ func relayBehind(ss []sample) bool {
 		return false
 	}
 	for i := len(ss) - rateWindow; i < len(ss); i++ {
-		moved := ss[i].m.sum("bowline_relay_forwarded_total") > ss[i-1].m.sum("bowline_relay_forwarded_total")
-		if !moved || ss[i].m.max("bowline_relay_lag_seconds") <= lagRelay.Seconds() {
+		moved := ss[i].m.sum(relay.MetricForwarded) > ss[i-1].m.sum(relay.MetricForwarded)
+		if !moved || ss[i].m.max(relay.MetricLag) <= lagRelay.Seconds() {
 			return false
 		}
 	}

@@ -55,6 +55,10 @@ type Metrics struct {
 
 var _ Observer = (*Metrics)(nil)
 
+// MetricSamples names the consumer's count of new samples, which other
+// parts read (the console's pipeline page).
+const MetricSamples = "bowline_consumer_samples_total"
+
 // NewMetrics registers the consumer's metrics with reg
 // (prometheus.DefaultRegisterer when nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -75,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		acks:       cv("acks_published_total", "Acknowledgement messages published to gateways, by outcome.", "outcome"),
 		state:      cv("state_writes_total", "Gateway state row puts, by outcome (ok, conflict, error).", "outcome"),
 		rollup:     cv("rollup_writes_total", "Bowl rollup row puts, by outcome (ok, conflict, error).", "outcome"),
-		samples:    c("samples_total", "New samples taken in (not seen before in the stream)."),
+		samples:    prometheus.NewCounter(prometheus.CounterOpts{Name: MetricSamples, Help: "New samples taken in (not seen before in the stream)."}),
 		duplicates: c("duplicate_samples_total", "Samples dropped as already seen (same thing, outbox and seq)."),
 		lost:       c("letters_lost_total", "Rejected records whose dead letter DynamoDB refused for good."),
 		gaps:       c("data_gaps_total", "bowl.data_gap events raised."),

@@ -110,6 +110,14 @@ type Metrics struct {
 
 var _ Observer = (*Metrics)(nil)
 
+// Names of ingest's metrics that other parts read (the console's pipeline
+// page).
+const (
+	MetricMessagesReceived = "bowline_ingest_messages_received_total"
+	MetricMessagesRejected = "bowline_ingest_messages_rejected_total"
+	MetricDataGaps         = "bowline_ingest_data_gaps_total"
+)
+
 // NewMetrics registers ingest's metrics with reg (prometheus.DefaultRegisterer
 // when nil).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -118,11 +126,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	const ns, sub = "bowline", "ingest"
 	m := &Metrics{
-		received:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_received_total", Help: "Event messages received from the events stream, by kind."}, []string{"kind"}),
-		rejected:   prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_rejected_total", Help: "Messages rejected, dead-lettered and acknowledged, by kind and reason."}, []string{"kind", "reason"}),
+		received:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricMessagesReceived, Help: "Event messages received from the events stream, by kind."}, []string{"kind"}),
+		rejected:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricMessagesRejected, Help: "Messages rejected, dead-lettered and acknowledged, by kind and reason."}, []string{"kind", "reason"}),
 		emitted:    prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_emitted_total", Help: "Device events emitted through the engine, by type."}, []string{"type"}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "events_duplicate_total", Help: "Redelivered device events that were already emitted, by type."}, []string{"type"}),
-		gaps:       prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "data_gaps_total", Help: "bowl.data_gap events raised, by lane."}, []string{"lane"}),
+		gaps:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDataGaps, Help: "bowl.data_gap events raised, by lane."}, []string{"lane"}),
 		acked:      prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "messages_acked_total", Help: "Messages done (their record may complete) after their data was durable, by kind."}, []string{"kind"}),
 		ackLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "ack_latency_seconds", Help: "Time from receipt to done, by kind.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
 		clockFixes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "clock_corrected_total", Help: "Messages whose times were corrected from a wrong gateway clock (sent_at), by kind and fix (ahead, unset)."}, []string{"kind", "fix"}),

@@ -122,6 +122,10 @@ var (
 	_ InFlightObserver = (*Metrics)(nil)
 )
 
+// MetricErrors names the stand-in's count of failed messages, which other
+// parts read (the console's pipeline page).
+const MetricErrors = "bowline_rules_errors_total"
+
 // NewMetrics registers the metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	const ns, sub = "bowline", "rules"
@@ -130,7 +134,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		evaluationUnits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "evaluation_units_total", Help: "Rule evaluations in AWS IoT's 5 KB metering units, by rule."}, []string{"rule"}),
 		actions:         prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "actions_total", Help: "Kinesis records the rules put, by rule."}, []string{"rule"}),
 		actionUnits:     prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "action_units_total", Help: "Kinesis actions in AWS IoT's 5 KB metering units, by rule."}, []string{"rule"}),
-		errors:          prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "errors_total", Help: "Messages that failed, by rule and stage (evaluate, action: sent to rule-errors, error_action: rule-errors refused it, left unacknowledged)."}, []string{"rule", "stage"}),
+		errors:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricErrors, Help: "Messages that failed, by rule and stage (evaluate, action: sent to rule-errors, error_action: rule-errors refused it, left unacknowledged)."}, []string{"rule", "stage"}),
 		inFlight:        prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "in_flight_messages", Help: "Messages taken from the broker and not yet settled (at most the stand-in's --max-in-flight)."}),
 	}
 	reg.MustRegister(m.evaluations, m.evaluationUnits, m.actions, m.actionUnits, m.errors, m.inFlight)

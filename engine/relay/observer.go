@@ -44,16 +44,24 @@ type Metrics struct {
 	lag                                                                     *prometheus.GaugeVec
 }
 
+// Names of the relay's metrics that other parts read (the console's
+// pipeline page).
+const (
+	MetricForwarded  = "bowline_relay_forwarded_total"
+	MetricSendErrors = "bowline_relay_send_errors_total"
+	MetricLag        = "bowline_relay_lag_seconds"
+)
+
 // NewMetrics registers the relay's metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		forwarded:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_forwarded_total", Help: "Messages SQS accepted from the pipe."}, []string{"pipe"}),
+		forwarded:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricForwarded, Help: "Messages SQS accepted from the pipe."}, []string{"pipe"}),
 		filtered:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_filtered_total", Help: "Stream records the pipe's filter dropped."}, []string{"pipe"}),
 		transformFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_transform_errors_total", Help: "Records the filter accepted but the transform could not resolve."}, []string{"pipe"}),
 		rejected:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_rejected_total", Help: "Messages SQS refused as the sender's fault."}, []string{"pipe"}),
-		sendErrors:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_send_errors_total", Help: "Failed send attempts, retried."}, []string{"pipe"}),
+		sendErrors:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSendErrors, Help: "Failed send attempts, retried."}, []string{"pipe"}),
 		deadLetters:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_relay_dead_letters_total", Help: "Records put on the pipe's dead-letter queue instead of the target (alarm when it grows)."}, []string{"pipe"}),
-		lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bowline_relay_lag_seconds", Help: "Age of the newest stream record forwarded."}, []string{"pipe"}),
+		lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLag, Help: "Age of the newest stream record forwarded."}, []string{"pipe"}),
 	}
 	reg.MustRegister(m.forwarded, m.filtered, m.transformFailed, m.rejected, m.sendErrors, m.deadLetters, m.lag)
 	return m

@@ -94,17 +94,26 @@ type Metrics struct {
 	infraRetries                     *prometheus.CounterVec
 }
 
+// Names of the worker's metrics that other parts read (the console's
+// pipeline page).
+const (
+	MetricReceived       = "bowline_worker_received_total"
+	MetricHandlerSeconds = "bowline_worker_handler_seconds"
+	MetricRetries        = "bowline_worker_retries_total"
+	MetricDeadLetters    = "bowline_worker_dead_letters_total"
+)
+
 // NewMetrics registers the worker's metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		received:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_received_total", Help: "Messages received from the events queue."}),
+		received:     prometheus.NewCounter(prometheus.CounterOpts{Name: MetricReceived, Help: "Messages received from the events queue."}),
 		deleted:      prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_deleted_total", Help: "Messages deleted after all their work was completed or dead."}),
 		poison:       prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_poison_pills_total", Help: "Message bodies that did not decode to an event."}),
 		toDLQ:        prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_forwarded_to_dlq_total", Help: "Messages with dead work forwarded to the dead-letter queue."}),
 		claims:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_claims_total", Help: "Inbox claims by outcome."}, []string{"subscription", "outcome"}),
-		handled:      prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bowline_worker_handler_seconds", Help: "Handler latency by outcome.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"subscription", "outcome"}),
-		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_retries_total", Help: "Retryable handler failures left to SQS."}, []string{"subscription"}),
-		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_dead_letters_total", Help: "Dead letters written."}, []string{"subscription"}),
+		handled:      prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricHandlerSeconds, Help: "Handler latency by outcome.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"subscription", "outcome"}),
+		retries:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRetries, Help: "Retryable handler failures left to SQS."}, []string{"subscription"}),
+		deadLetters:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDeadLetters, Help: "Dead letters written."}, []string{"subscription"}),
 		unmatched:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bowline_worker_unmatched_total", Help: "Events that matched no DURABLE subscription."}, []string{"type"}),
 		extended:     prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_visibility_extended_total", Help: "Visibility extensions of held messages (handled, queued or being deleted)."}),
 		abandoned:    prometheus.NewCounter(prometheus.CounterOpts{Name: "bowline_worker_abandoned_total", Help: "Messages left to lapse because a handler of their group overran its maximum run time."}),

@@ -37,6 +37,16 @@ const (
 	ruleRoot    = "cloud/app is the one composition root: no other cloud package builds an engine or an engine consumer, or resolves a queue URL"
 	ruleTypes   = "engine/ names no Bowline event type (they are cloud/catalog's)"
 	ruleKeys    = "outside engine/ only the fault tool names the events table's keys (engine.EventPK, SeqSK, HeadPK, HeadSK): read a log with engine.Log"
+	ruleConsole = "cloud/api and cloud/console do not link each other: cloud/app mounts the console beside the API"
+	ruleMount   = "of cloud/'s libraries only cloud/app (and cloud/dev, which runs both through it) imports both cloud/api and cloud/console"
+)
+
+// apart are the packages that must not link each other (ruleConsole), and
+// mounters the libraries that may import both (ruleMount; mains and
+// benches may too).
+var (
+	apart    = [2]string{"cloud/api", "cloud/console"}
+	mounters = []string{"cloud/app", "cloud/dev"}
 )
 
 // cborModule is the one third-party module edge/wire/batch may import.
@@ -214,6 +224,46 @@ func (g graph) importRule(from, to string) string {
 	return ""
 }
 
+// links returns the import of p through which it links the package of
+// ours dep (dep itself when p imports it), if any.
+func (g graph) links(p *pkg, dep string) (string, bool) {
+	for _, imp := range p.Imports {
+		if imp == module+"/"+dep {
+			return imp, true
+		}
+		if q, ok := g[imp]; ok && slices.Contains(q.Deps, module+"/"+dep) {
+			return imp, true
+		}
+	}
+	return "", false
+}
+
+// consoleViolations checks that the API and the console meet only in
+// cloud/app.
+func (g graph) consoleViolations(p *pkg, from string) []string {
+	var v []string
+	for i, self := range apart {
+		other := apart[1-i]
+		if from != self {
+			continue
+		}
+		if via, ok := g.links(p, other); ok {
+			rule := ruleConsole
+			if via != module+"/"+other {
+				rule += " (it links " + other + ")"
+			}
+			v = append(v, fmt.Sprintf("%s imports %s: %s", from, short(via), rule))
+		}
+	}
+	if !under(from, "cloud") || slices.Contains(mounters, from) || slices.Contains(mains, from) || underAny(from, benches) {
+		return v
+	}
+	if slices.Contains(p.Imports, module+"/"+apart[0]) && slices.Contains(p.Imports, module+"/"+apart[1]) {
+		v = append(v, fmt.Sprintf("%s imports %s: %s (it also imports %s)", from, apart[1], ruleMount, apart[0]))
+	}
+	return v
+}
+
 // violations checks every import arrow and where mains are.
 func (g graph) violations() []string {
 	var v []string
@@ -257,6 +307,7 @@ func (g graph) violations() []string {
 				cloudDep = to
 			}
 		}
+		v = append(v, g.consoleViolations(p, from)...)
 		if edgeDep != "" && cloudDep != "" && !under(from, "cloud/dev") {
 			bad(from, edgeDep, ruleBoth+" (it also imports "+cloudDep+")")
 		}
@@ -511,6 +562,12 @@ func TestRules(t *testing.T) {
 		m("cloud/dev"):                 {ImportPath: m("cloud/dev"), Name: "dev", Imports: []string{m("cloud/ingest"), m("edge/forward"), m("firmware-bridge/frame")}},
 		m("deploy/cfn"):                {ImportPath: m("deploy/cfn"), Name: "cfn", Imports: []string{m("edge/wire"), m("engine")}},
 		m("deploy/tool"):               {ImportPath: m("deploy/tool"), Name: "main", Imports: []string{m("edge/forward"), m("cloud/ingest")}},
+		m("cloud/guard"):               {ImportPath: m("cloud/guard"), Name: "guard", Imports: []string{m("cloud/console")}, Deps: []string{m("cloud/console")}},
+		m("cloud/console"):             {ImportPath: m("cloud/console"), Name: "console", Imports: []string{m("cloud/api")}},
+		m("cloud/api"):                 {ImportPath: m("cloud/api"), Name: "api", Imports: []string{m("cloud/guard")}},
+		m("cloud/app"):                 {ImportPath: m("cloud/app"), Name: "app", Imports: []string{m("cloud/api"), m("cloud/console")}},
+		m("cloud/chaos"):               {ImportPath: m("cloud/chaos"), Name: "chaos", Imports: []string{m("cloud/api"), m("cloud/console")}},
+		m("cloud/cmd/bowline"):         {ImportPath: m("cloud/cmd/bowline"), Name: "main", Imports: []string{m("cloud/api"), m("cloud/console")}},
 	}
 	want := []string{
 		"firmware-bridge/frame imports internal/backoff: " + ruleBridge,
@@ -528,6 +585,9 @@ func TestRules(t *testing.T) {
 		"deploy/tool imports edge/forward: " + ruleBoth + " (it also imports cloud/ingest)",
 		"deploy/tool is package main: " + ruleMain,
 		"internal/tool is package main: " + ruleNoMain,
+		"cloud/api imports cloud/guard: " + ruleConsole + " (it links cloud/console)",
+		"cloud/console imports cloud/api: " + ruleConsole,
+		"cloud/chaos imports cloud/console: " + ruleMount + " (it also imports cloud/api)",
 	}
 	// edge/forward's direct AWS import is a made-up arrow for the test.
 	g[m("edge/forward")].Imports = append(g[m("edge/forward")].Imports, "github.com/aws/aws-sdk-go-v2")

@@ -95,7 +95,7 @@ func runAPI(ctx context.Context, args []string) error {
 	own := settings.ConsoleAddr != "" && settings.ConsoleAddr != api.ConsoleOff
 	if own && con != nil {
 		g.Go("console-listener", func(ctx context.Context) error {
-			return a.ServeConsole(ctx, settings.ConsoleAddr, func(addr net.Addr) {
+			return a.ServeHandler(ctx, "console", settings.ConsoleAddr, con, func(addr net.Addr) {
 				fmt.Fprintf(os.Stdout, "console: http://%s/console/ on its own listener (log in with %s)\n", addr, api.OpsTokenEnv)
 			})
 		})
