@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"flag"
 	"fmt"
 	"strings"
@@ -138,6 +139,21 @@ func TestCatalogCommand(t *testing.T) {
 	out.Reset()
 	if err := catalogCmd(context.Background(), []string{"--check"}, &out); err != nil {
 		t.Errorf("catalog --check = %v (%s); want ok", err, out.String())
+	}
+
+	out.Reset()
+	if err := catalogCmd(context.Background(), []string{"--markdown"}, &out); err != nil {
+		t.Errorf("catalog --markdown = %v; want nil", err)
+	}
+	var md strings.Builder
+	if err := catalog.WriteMarkdown(&md, catalog.Bowline()); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != md.String() || !strings.Contains(out.String(), "`catalog.PaymentCompleted`") {
+		t.Errorf("catalog --markdown printed %q; want catalog.WriteMarkdown's tables, naming catalog.PaymentCompleted", out.String())
+	}
+	if err := catalogCmd(context.Background(), []string{"--markdown", "--json"}, io.Discard); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("catalog --markdown --json = %v; want a usage error", err)
 	}
 
 	c := catalog.Bowline()
