@@ -113,6 +113,7 @@ func TestEmitBadInput(t *testing.T) {
 		{[]string{"--tenant", "t", "--type", "bowl.meal_finished"}, cli.ErrUsage, `missing field "grams_eaten"`},
 		{[]string{"--tenant", "t", "--type", "bowl.meal_finished", "--payload", `{"grams_eaten":12,"duration_s":60,"started_at":"2999-01-01T00:00:00Z","pet_tag":""}`}, cli.ErrUsage, "in the future"},
 		{[]string{"--tenant", "t", "--type", "com.payment_completed", "--payload", `{"order_id":"o1","colour":"red"}`}, cli.ErrUsage, `unknown field "colour"`},
+		{[]string{"--tenant", "t", "--type", "com.order_created", "--payload", `{"order_id":"o1","customer_id":"c","pet_id":"p","items":[],"amount_cents":"lots","currency":"USD"}`}, cli.ErrUsage, `amount_cents`},
 	}
 	for _, tt := range tests {
 		_, err := run(t, emit, tt.args...)
