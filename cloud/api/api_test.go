@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,11 @@ func TestOrderRowAndEventCommitTogether(t *testing.T) {
 	evs := f.events(f.tenantA)
 	if len(evs) != 1 || evs[0].Type != catalog.TypeOrderCreated || evs[0].Payload["order_id"] != id {
 		t.Fatalf("events of %s = %v; want one com.order_created for %s", f.tenantA, types_(evs), id)
+	}
+	created, err := catalog.Decode[catalog.OrderCreated](evs[0])
+	want := catalog.OrderCreated{OrderID: id, CustomerID: "c1", PetID: "p1", Items: []catalog.Item{{SKU: "TAG-001", Qty: 1}}, AmountCents: 4999, Currency: "USD"}
+	if err != nil || !reflect.DeepEqual(created, want) {
+		t.Errorf("com.order_created payload = %+v, %v; want %+v", created, err, want)
 	}
 	if evs[0].CorrelationID != attr(row, "correlation_id") {
 		t.Errorf("event correlation %q; want the order row's %q", evs[0].CorrelationID, attr(row, "correlation_id"))
@@ -180,6 +186,12 @@ func TestPaymentWebhook(t *testing.T) {
 	}
 	if evs[1].Tenant != f.tenantA || evs[1].CorrelationID != evs[0].CorrelationID || evs[1].Payload["order_id"] != id {
 		t.Errorf("payment event = %+v; want tenant %s, the order's correlation and order id", evs[1], f.tenantA)
+	}
+	paid, err := catalog.Decode[catalog.PaymentCompleted](evs[1])
+	wantPaid := catalog.PaymentCompleted{OrderID: id, PaymentID: attr(row, "payment_id"), AmountCents: 4999, Currency: "USD",
+		CustomerID: "c1", PetID: "p1", Items: []catalog.Item{{SKU: "TAG-001", Qty: 1}}}
+	if err != nil || !reflect.DeepEqual(paid, wantPaid) {
+		t.Errorf("com.payment_completed payload = %+v, %v; want %+v", paid, err, wantPaid)
 	}
 
 	// Redelivery (fresh signature, same payment): 200, nothing emitted.

@@ -209,9 +209,9 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		}})
 	}
 	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), tenant), "api:"+req.CustomerID), corr)
-	payload := map[string]any{
-		"order_id": id, "customer_id": req.CustomerID, "pet_id": req.PetID,
-		"items": req.Items, "amount_cents": amount, "currency": currency,
+	payload := catalog.OrderCreated{
+		OrderID: id, CustomerID: req.CustomerID, PetID: req.PetID,
+		Items: lines(req.Items), AmountCents: amount, Currency: currency,
 	}
 	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypeOrderCreated, Payload: payload, Writes: writes})
 	var cf *engine.ConditionFailedError
@@ -225,6 +225,19 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.emitFailed(w, r, fmt.Errorf("create order for tenant %q: %w", tenant, err))
 	}
+}
+
+// lines are an order's items as its events carry them. nil stays nil, so
+// an order without stored lines keeps "items":null.
+func lines(items []Item) []catalog.Item {
+	if items == nil {
+		return nil
+	}
+	out := make([]catalog.Item, len(items))
+	for i, it := range items {
+		out[i] = catalog.Item(it)
+	}
+	return out
 }
 
 // newOrderID returns a ULID of now whose 80 random bits are read from

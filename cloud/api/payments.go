@@ -46,12 +46,34 @@ type webhookResult struct {
 	EventID string `json:"event_id,omitempty"`
 }
 
+// paymentWebhook answers POST /v1/webhooks/payments: a signed
+// payment.succeeded pays its pending order when amount and currency match
+// (com.payment_completed, with the order's update and the payment's dedup
+// row in one transaction), and is refused otherwise (refusePayment). Each
+// step writes the answer when it ends the request.
 func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
-	body, ok := a.readBody(w, r)
+	body, ok := a.signedBody(w, r)
 	if !ok {
 		return
 	}
-	// Nothing is parsed, read or written before the signature checks out.
+	hookID, d, ok := parsePayment(w, body)
+	if !ok {
+		return
+	}
+	order, ok := a.payableOrder(w, r, hookID, d)
+	if !ok {
+		return
+	}
+	a.payOrder(w, r, order, hookID, d)
+}
+
+// signedBody reads the body and checks its signature, answering 401 when it
+// does not check out: nothing is parsed, read or written before it does.
+func (a *API) signedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, ok := a.readBody(w, r)
+	if !ok {
+		return nil, false
+	}
 	if err := VerifySignature([]byte(a.cfg.WebhookSecret), r.Header.Get(SignatureHeader), body, a.cfg.Now(), a.cfg.Tolerance); err != nil {
 		code := CodeInvalidSignature
 		if errors.Is(err, ErrStaleSignature) {
@@ -60,63 +82,112 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 		a.metrics.webhookRejected(code)
 		a.log.Warn("webhook rejected", "reason", code, "err", err, "remote", r.RemoteAddr)
 		writeError(w, http.StatusUnauthorized, code, err.Error())
-		return
+		return nil, false
 	}
+	return body, true
+}
+
+// parsePayment decodes a signed webhook, strictly, and returns its id and
+// payment.succeeded's data. It answers (ok false) a malformed webhook with
+// 400 and any other webhook type with 200 "ignored".
+func parsePayment(w http.ResponseWriter, body []byte) (hookID string, d webhookData, ok bool) {
 	var hook webhook
 	if err := decodeStrict(body, &hook); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook: "+err.Error())
-		return
+		return "", d, false
 	}
 	if err := checkID("webhook id", hook.ID, maxIDLen, "_.:@-", idRule); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
-		return
+		return "", d, false
 	}
 	if err := checkID("webhook type", hook.Type, maxTypeLen, "_.:-", "1-64 ASCII letters, digits, '_', '.', ':' or '-'"); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
-		return
+		return "", d, false
 	}
 	if hook.Type != PaymentSucceeded {
 		writeJSON(w, http.StatusOK, webhookResult{Status: "ignored"})
-		return
+		return "", d, false
 	}
-	var d webhookData
 	if err := decodeStrict(hook.Data, &d); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook data: "+err.Error())
-		return
+		return "", d, false
 	}
 	if err := d.validate(); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "webhook "+err.Error())
-		return
+		return "", d, false
 	}
+	return hook.ID, d, true
+}
 
+// payableOrder returns the order d pays when it is pending and d matches
+// its amount and currency. Otherwise it answers (ok false): 404 for no
+// such order, a duplicate or a conflict for one already paid
+// (alreadyPaid), a refusal for a mismatch (refusePayment), 503 when the
+// order cannot be read.
+func (a *API) payableOrder(w http.ResponseWriter, r *http.Request, hookID string, d webhookData) (Order, bool) {
 	order, found, err := a.readOrder(r, d.OrderID)
 	if err != nil {
 		a.unavailable(w, r, err)
-		return
+		return Order{}, false
 	}
 	if !found {
 		writeError(w, http.StatusNotFound, CodeOrderNotFound, fmt.Sprintf("order %q not found", d.OrderID))
-		return
+		return Order{}, false
 	}
 	if done, ok := a.alreadyPaid(w, order, d); done || !ok {
-		return
+		return Order{}, false
 	}
 	if reason := paymentMismatch(order, *d.AmountCents, d.Currency); reason != "" {
-		a.refusePayment(w, r, order, hook.ID, d, reason)
+		a.refusePayment(w, r, order, hookID, d, reason)
+		return Order{}, false
+	}
+	return order, true
+}
+
+// payOrder marks the pending order paid and emits com.payment_completed in
+// one transaction, conditional on the order still pending and the payment
+// id unused; a failed condition is answered from the fresh order row
+// (paymentLost).
+func (a *API) payOrder(w http.ResponseWriter, r *http.Request, order Order, hookID string, d webhookData) {
+	writes, err := a.paymentWrites(order, hookID, d)
+	if err != nil {
+		a.internal(w, r, err)
 		return
 	}
+	// The tenant is the order's, never anything the webhook says.
+	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), order.Tenant), "payments-webhook"), order.CorrelationID)
+	payload := catalog.PaymentCompleted{
+		OrderID: order.ID, PaymentID: d.PaymentID, AmountCents: order.AmountCents, Currency: order.Currency,
+		CustomerID: order.CustomerID, PetID: order.PetID, Items: lines(order.Items),
+	}
+	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypePaymentCompleted, Payload: payload, Writes: writes})
+	var cf *engine.ConditionFailedError
+	switch {
+	case err == nil:
+		a.metrics.emitted(catalog.TypePaymentCompleted)
+		a.log.Info("order paid", "tenant", order.Tenant, "order", order.ID, "payment", d.PaymentID, "event", env.ID)
+		writeJSON(w, http.StatusOK, webhookResult{Status: "processed", OrderID: order.ID, EventID: env.ID})
+	case errors.As(err, &cf):
+		a.paymentLost(w, r, d, err)
+	default:
+		a.emitFailed(w, r, fmt.Errorf("pay order %q with payment %q: %w", d.OrderID, d.PaymentID, err))
+	}
+}
 
+// paymentWrites are the writes that pay order with d: the order's status
+// (on the condition it is pending) and the payment's dedup row (on the
+// condition its id is new).
+func (a *API) paymentWrites(order Order, hookID string, d webhookData) ([]engine.Write, error) {
 	now := a.cfg.Now().UTC()
 	paidAt := now.Format(engine.TimeLayout)
 	payRow, err := attributevalue.MarshalMap(map[string]any{
 		"pk": paymentPK(d.PaymentID), "order_id": order.ID, "tenant": order.Tenant,
-		"webhook_id": hook.ID, "created_at": paidAt, "ttl": now.Add(paymentDedupTTL).Unix(),
+		"webhook_id": hookID, "created_at": paidAt, "ttl": now.Add(paymentDedupTTL).Unix(),
 	})
 	if err != nil {
-		a.internal(w, r, fmt.Errorf("marshal payment row %q: %w", d.PaymentID, err))
-		return
+		return nil, fmt.Errorf("marshal payment row %q: %w", d.PaymentID, err)
 	}
-	writes := []engine.Write{
+	return []engine.Write{
 		{Update: &types.Update{
 			TableName:                aws.String(a.cfg.Names.AppTable()),
 			Key:                      orderKey(order.ID),
@@ -131,35 +202,22 @@ func (a *API) paymentWebhook(w http.ResponseWriter, r *http.Request) {
 			TableName: aws.String(a.cfg.Names.InboxTable()), Item: payRow,
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		}},
+	}, nil
+}
+
+// paymentLost answers a payment whose transaction's condition failed
+// (condErr): a concurrent delivery won, or the payment id belongs to
+// another order. The fresh order row says which.
+func (a *API) paymentLost(w http.ResponseWriter, r *http.Request, d webhookData, condErr error) {
+	order, found, err := a.readOrder(r, d.OrderID)
+	if err != nil || !found {
+		a.unavailable(w, r, fmt.Errorf("re-read order %q after %w: %v", d.OrderID, condErr, err))
+		return
 	}
-	// The tenant is the order's, never anything the webhook says.
-	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), order.Tenant), "payments-webhook"), order.CorrelationID)
-	payload := map[string]any{
-		"order_id": order.ID, "payment_id": d.PaymentID, "amount_cents": order.AmountCents, "currency": order.Currency,
-		"customer_id": order.CustomerID, "pet_id": order.PetID, "items": order.Items,
+	if done, ok := a.alreadyPaid(w, order, d); done || !ok {
+		return
 	}
-	env, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypePaymentCompleted, Payload: payload, Writes: writes})
-	var cf *engine.ConditionFailedError
-	switch {
-	case err == nil:
-		a.metrics.emitted(catalog.TypePaymentCompleted)
-		a.log.Info("order paid", "tenant", order.Tenant, "order", order.ID, "payment", d.PaymentID, "event", env.ID)
-		writeJSON(w, http.StatusOK, webhookResult{Status: "processed", OrderID: order.ID, EventID: env.ID})
-	case errors.As(err, &cf):
-		// A concurrent delivery won, or the payment id belongs to another
-		// order: the fresh order row says which.
-		order, found, rerr := a.readOrder(r, d.OrderID)
-		if rerr != nil || !found {
-			a.unavailable(w, r, fmt.Errorf("re-read order %q after %w: %v", d.OrderID, err, rerr))
-			return
-		}
-		if done, ok := a.alreadyPaid(w, order, d); done || !ok {
-			return
-		}
-		writeError(w, http.StatusConflict, CodePaymentReused, fmt.Sprintf("payment %q already paid another order", d.PaymentID))
-	default:
-		a.emitFailed(w, r, fmt.Errorf("pay order %q with payment %q: %w", d.OrderID, d.PaymentID, err))
-	}
+	writeError(w, http.StatusConflict, CodePaymentReused, fmt.Sprintf("payment %q already paid another order", d.PaymentID))
 }
 
 // refusePayment answers a payment whose amount or currency differs from its
@@ -176,10 +234,10 @@ func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order,
 		"order", order.ID, "payment", d.PaymentID, "paid_cents", *d.AmountCents, "paid_currency", d.Currency,
 		"order_cents", order.AmountCents, "order_currency", order.Currency)
 	ctx := engine.WithCorrelationID(engine.WithActor(engine.WithTenant(r.Context(), order.Tenant), "payments-webhook"), order.CorrelationID)
-	payload := map[string]any{
-		"order_id": order.ID, "payment_id": d.PaymentID, "webhook_id": hookID, "reason": reason,
-		"amount_cents": *d.AmountCents, "currency": d.Currency,
-		"order_amount_cents": order.AmountCents, "order_currency": order.Currency,
+	payload := catalog.PaymentRefused{
+		OrderID: order.ID, PaymentID: d.PaymentID, WebhookID: hookID, Reason: reason,
+		AmountCents: *d.AmountCents, Currency: d.Currency,
+		OrderAmountCents: order.AmountCents, OrderCurrency: order.Currency,
 	}
 	_, err := a.cfg.Emitter.EmitEvent(ctx, engine.Event{Type: catalog.TypePaymentRefused, Payload: payload, IdempotencyKey: "payment-refused/" + hookID})
 	var dup *engine.DuplicateError

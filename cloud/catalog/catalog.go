@@ -2,6 +2,9 @@ package catalog
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
@@ -62,26 +65,49 @@ const (
 // Entities whose app-table rows produce row.<entity>.<op> events.
 var Entities = []string{"order", "device", "pet", "intake", "contact"}
 
+// declaration is one event type as Bowline declares it.
+type declaration struct {
+	name string
+	// payload is a zero value of the event's payload type; the type's
+	// Fields are derived from it (FieldsOf).
+	payload any
+	// fields lists the payload's fields by hand, only for a device type
+	// whose payload type is not yet in edge/wire (marked TODO); plugging
+	// one in replaces the fields with payload: wire.<Type>{}.
+	fields      []string
+	description string
+}
+
+// declarations are Bowline's event types but the row.* record changes,
+// whose payload is the engine's (Rows).
+var declarations = []declaration{
+	{name: TypeMealFinished, description: "a pet finished a meal",
+		fields: []string{"grams_eaten", "duration_s", "started_at", "pet_tag"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeRefilled, description: "the bowl was refilled",
+		fields: []string{"grams_added", "level_g"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeFoodLow, description: "food fell below the threshold",
+		fields: []string{"level_g", "threshold_g"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeEmpty, description: "the bowl is empty",
+		fields: nil}, // TODO(issue 24): payload from edge/wire
+	{name: TypeDeviceFault, description: "the bowl reported a fault",
+		fields: []string{"code", "detail"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeTelemetryDropped, description: "the gateway dropped unsent telemetry (disk cap or TTL)",
+		fields: []string{"from_seq", "to_seq", "count", "from", "to", "reason"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeCounterReset, description: "the bowl's MCU restarted its sequence counter (new boot epoch); the new readings are kept",
+		fields: []string{"old_epoch", "new_epoch", "last_seq", "first_seq"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeDataGap, payload: DataGap{}, description: "a range of a thing's sequence numbers never arrived within the grace period: lane events from ingest, lane telemetry from the telemetry consumer (cloud/durable)"},
+	{name: TypeOrderCreated, payload: OrderCreated{}, description: "an order was placed"},
+	{name: TypePaymentCompleted, payload: PaymentCompleted{}, description: "an order was paid"},
+	// No subscription: the record is for operators (the console shows it
+	// on its order); the order stays pending_payment.
+	{name: TypePaymentRefused, payload: PaymentRefused{}, description: "a signed payment did not match its order (reason amount or currency) and did not pay it; no subscription"},
+	{name: TypeAppetiteDropped, payload: AppetiteDropped{}, description: "a pet ate under half its 7-day average in a day (record_intake)"},
+	{name: TypeCompletenessStated, payload: CompletenessStated{}, description: "a tenant's day of telemetry accounted for, per bowl: assigned, durable, dropped, missing, duplicates, and a digest; once per tenant and day"},
+}
+
 // Bowline returns the catalog. Each call returns a fresh copy.
 func Bowline() engine.Catalog {
 	c := engine.Catalog{
-		Types: []engine.EventType{
-			{Name: TypeMealFinished, Fields: []string{"grams_eaten", "duration_s", "started_at", "pet_tag"}, Description: "a pet finished a meal"},
-			{Name: TypeRefilled, Fields: []string{"grams_added", "level_g"}, Description: "the bowl was refilled"},
-			{Name: TypeFoodLow, Fields: []string{"level_g", "threshold_g"}, Description: "food fell below the threshold"},
-			{Name: TypeEmpty, Description: "the bowl is empty"},
-			{Name: TypeDeviceFault, Fields: []string{"code", "detail"}, Description: "the bowl reported a fault"},
-			{Name: TypeTelemetryDropped, Fields: []string{"from_seq", "to_seq", "count", "from", "to", "reason"}, Description: "the gateway dropped unsent telemetry (disk cap or TTL)"},
-			{Name: TypeCounterReset, Fields: []string{"old_epoch", "new_epoch", "last_seq", "first_seq"}, Description: "the bowl's MCU restarted its sequence counter (new boot epoch); the new readings are kept"},
-			{Name: TypeDataGap, Fields: []string{"thing", "lane", "outbox", "from_seq", "to_seq", "missing_since"}, Description: "a range of a thing's sequence numbers never arrived within the grace period"},
-			{Name: TypeOrderCreated, Fields: []string{"order_id", "customer_id", "pet_id", "items", "amount_cents", "currency"}, Description: "an order was placed"},
-			{Name: TypePaymentCompleted, Fields: []string{"order_id", "payment_id", "amount_cents", "currency", "customer_id", "pet_id", "items"}, Description: "an order was paid"},
-			// No subscription: the record is for operators (the console shows
-			// it on its order); the order stays pending_payment.
-			{Name: TypePaymentRefused, Fields: []string{"order_id", "payment_id", "webhook_id", "reason", "amount_cents", "currency", "order_amount_cents", "order_currency"}, Description: "a signed payment did not match its order (reason amount or currency) and did not pay it"},
-			{Name: TypeAppetiteDropped, Fields: []string{"pet_tag", "day", "grams", "average_g", "days"}, Description: "a pet ate under half its 7-day average in a day"},
-			{Name: TypeCompletenessStated, Fields: []string{"day", "things", "digest"}, Description: "a tenant's day of telemetry accounted for, per bowl: assigned, durable, dropped, missing, duplicates, and a digest"},
-		},
 		Producers: []engine.Producer{
 			{Name: ProducerIngest, Emits: []string{TypeMealFinished, TypeRefilled, TypeFoodLow, TypeEmpty, TypeDeviceFault, TypeTelemetryDropped, TypeCounterReset, TypeDataGap}},
 			{Name: ProducerAPI, Emits: []string{TypeOrderCreated, TypePaymentCompleted, TypePaymentRefused}},
@@ -104,16 +130,86 @@ func Bowline() engine.Catalog {
 			{Name: SubContactChanges, Pattern: "row.contact.modify", Lane: engine.BestEffort},
 		},
 	}
-	var rows []string
-	for _, e := range Entities {
-		for _, op := range []string{"insert", "modify", "remove"} {
-			name := fmt.Sprintf("row.%s.%s", e, op)
-			rows = append(rows, name)
-			c.Types = append(c.Types, engine.EventType{Name: name, Description: fmt.Sprintf("an app-table %s row: %s", e, op)})
+	for _, d := range declarations {
+		fields := slices.Clone(d.fields)
+		if d.payload != nil {
+			fields = FieldNames(FieldsOf(reflect.TypeOf(d.payload)))
 		}
+		c.Types = append(c.Types, engine.EventType{Name: d.name, Fields: fields, Description: d.description})
+	}
+	rows := Rows()
+	for _, name := range rows {
+		entity, op := rowParts(name)
+		c.Types = append(c.Types, engine.EventType{Name: name, Description: fmt.Sprintf("an app-table %s row: %s", entity, op)})
 	}
 	c.Producers = append(c.Producers, engine.Producer{Name: ProducerAppStream, Emits: rows})
 	return c
+}
+
+// rowOps are the operations of a record change.
+var rowOps = []string{"insert", "modify", "remove"}
+
+// Rows returns the record-change types, row.<entity>.<op> for every entity
+// of Entities. Their payload is the engine's, not a Bowline type: the
+// changed row's images as plain JSON, "keys", "new" and "old"
+// (engine/recordchange), whatever the app table holds.
+func Rows() []string {
+	var rows []string
+	for _, e := range Entities {
+		for _, op := range rowOps {
+			rows = append(rows, "row."+e+"."+op)
+		}
+	}
+	return rows
+}
+
+// rowParts splits row.<entity>.<op>.
+func rowParts(name string) (entity, op string) {
+	rest := strings.TrimPrefix(name, "row.")
+	i := strings.LastIndexByte(rest, '.')
+	return rest[:i], rest[i+1:]
+}
+
+// PayloadType returns the payload type declared for event type typ; ok is
+// false for an undeclared type, a row.* type (the engine's images) and a
+// device type whose payload type is not yet plugged in.
+func PayloadType(typ string) (t reflect.Type, ok bool) {
+	for _, d := range declarations {
+		if d.name == typ && d.payload != nil {
+			return reflect.TypeOf(d.payload), true
+		}
+	}
+	return nil, false
+}
+
+// Decode returns env's payload as T. It fails, naming the event, when T is
+// not the payload type the catalog declares for env.Type (a consumer bound
+// to the wrong type) or when the payload does not decode into it.
+func Decode[T any](env engine.Envelope) (T, error) {
+	var p T
+	want, ok := PayloadType(env.Type)
+	if got := reflect.TypeFor[T](); !ok || got != want {
+		return p, fmt.Errorf("decode event %s: %w", env.ID, &PayloadMismatchError{Type: env.Type, Want: want, Got: got})
+	}
+	if err := env.DecodePayload(&p); err != nil {
+		return p, fmt.Errorf("decode %s: %w", env.Type, err)
+	}
+	return p, nil
+}
+
+// PayloadMismatchError is returned by Decode for a type whose declared
+// payload type is not the one asked for (Want is nil when the type
+// declares none).
+type PayloadMismatchError struct {
+	Type      string
+	Want, Got reflect.Type
+}
+
+func (e *PayloadMismatchError) Error() string {
+	if e.Want == nil {
+		return fmt.Sprintf("%s declares no payload type; asked for %v", e.Type, e.Got)
+	}
+	return fmt.Sprintf("%s carries %v; asked for %v", e.Type, e.Want, e.Got)
 }
 
 // Bind returns c with handlers attached to the named subscriptions. It fails,

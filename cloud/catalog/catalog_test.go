@@ -2,6 +2,9 @@ package catalog_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +112,120 @@ func TestMoneyInItsCurrency(t *testing.T) {
 		if got := catalog.Money(tc.minor, tc.code); got != tc.want {
 			t.Errorf("Money(%d, %q) = %q; want %q", tc.minor, tc.code, got, tc.want)
 		}
+	}
+}
+
+// Every declared type has a payload type, so its Fields are derived and its
+// producers and consumers share one Go type. Exempt: the row.* record
+// changes, whose payload is the engine's images of an app-table row
+// (catalog.Rows), and the device types until their payload types plug in
+// from edge/wire.
+func TestEveryTypeHasAPayloadType(t *testing.T) {
+	// TODO(issue 24): empty once the device types' payloads come from edge/wire.
+	pendingWire := wire.EventTypes
+	for _, typ := range catalog.Bowline().Types {
+		_, ok := catalog.PayloadType(typ.Name)
+		switch {
+		case strings.HasPrefix(typ.Name, "row."):
+			if ok || len(typ.Fields) != 0 {
+				t.Errorf("%s: payload type %t, fields %v; want neither (the engine's row images)", typ.Name, ok, typ.Fields)
+			}
+		case slices.Contains(pendingWire, typ.Name):
+			if ok {
+				t.Errorf("%s has a payload type now; remove it from pendingWire", typ.Name)
+			}
+		case !ok:
+			t.Errorf("%s declares no payload type; give its declaration a payload", typ.Name)
+		}
+	}
+	if got, want := len(catalog.Rows()), 3*len(catalog.Entities); got != want {
+		t.Errorf("len(Rows()) = %d; want %d", got, want)
+	}
+}
+
+// Fields are the payload type's json names, in declaration order.
+func TestFieldsAreDerivedFromThePayloadType(t *testing.T) {
+	for _, typ := range catalog.Bowline().Types {
+		pt, ok := catalog.PayloadType(typ.Name)
+		if !ok {
+			continue
+		}
+		if got, want := typ.Fields, catalog.FieldNames(catalog.FieldsOf(pt)); !slices.Equal(got, want) {
+			t.Errorf("%s Fields = %v; want %v (from %v)", typ.Name, got, want, pt)
+		}
+	}
+	// The Fields of today's chains, unchanged by the move to types.
+	for typ, want := range map[string]string{
+		catalog.TypeOrderCreated:       "order_id customer_id pet_id items amount_cents currency",
+		catalog.TypePaymentCompleted:   "order_id payment_id amount_cents currency customer_id pet_id items",
+		catalog.TypePaymentRefused:     "order_id payment_id webhook_id reason amount_cents currency order_amount_cents order_currency",
+		catalog.TypeAppetiteDropped:    "pet_tag day grams average_g days",
+		catalog.TypeDataGap:            "thing lane outbox from_seq to_seq missing_since",
+		catalog.TypeCompletenessStated: "day things digest",
+	} {
+		i := slices.IndexFunc(catalog.Bowline().Types, func(e engine.EventType) bool { return e.Name == typ })
+		if i < 0 {
+			t.Errorf("%s is not declared", typ)
+			continue
+		}
+		if got := strings.Join(catalog.Bowline().Types[i].Fields, " "); got != want {
+			t.Errorf("%s Fields = %s; want %s", typ, got, want)
+		}
+	}
+}
+
+func TestFieldsOf(t *testing.T) {
+	type inner struct {
+		A string `json:"a"`
+	}
+	type Embedded struct {
+		E int `json:"e"`
+	}
+	type payload struct {
+		Embedded
+		Name     string `json:"name"`
+		Opt      string `json:"opt,omitempty"`
+		Zero     int    `json:"zero,omitzero"`
+		Skip     string `json:"-"`
+		Untagged int
+		List     []inner           `json:"list"`
+		ByKey    map[string]*inner `json:"by_key"`
+		hidden   string
+	}
+	_ = payload{}.hidden
+	got := catalog.FieldsOf(reflect.TypeFor[*payload]())
+	want := []catalog.Field{
+		{Name: "e"}, {Name: "name"}, {Name: "opt", Optional: true}, {Name: "zero", Optional: true}, {Name: "Untagged"},
+		{Name: "list", Each: []catalog.Field{{Name: "a"}}}, {Name: "by_key", Each: []catalog.Field{{Name: "a"}}, Map: true},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FieldsOf(payload) = %+v; want %+v", got, want)
+	}
+}
+
+// Markers around the generated part of docs/contract.md's "Event catalog".
+const (
+	docBegin = "<!-- begin: bowline catalog --markdown -->\n"
+	docEnd   = "<!-- end: bowline catalog --markdown -->\n"
+)
+
+// docs/contract.md's event tables are `bowline catalog --markdown`: the
+// text between the markers equals catalog.WriteMarkdown's.
+func TestContractDocMatchesCatalog(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "contract.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), docBegin)
+	section, _, ok2 := strings.Cut(rest, docEnd)
+	if !ok || !ok2 {
+		t.Fatalf("docs/contract.md has no section between %q and %q", docBegin, docEnd)
+	}
+	var want strings.Builder
+	if err := catalog.WriteMarkdown(&want, catalog.Bowline()); err != nil {
+		t.Fatal(err)
+	}
+	if section != want.String() {
+		t.Errorf("docs/contract.md's event catalog differs from `bowline catalog --markdown`; replace the section between the markers with:\n%s", want.String())
 	}
 }

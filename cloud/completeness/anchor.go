@@ -22,41 +22,18 @@ type Emitter interface {
 
 var _ Emitter = (*engine.Engine)(nil)
 
-// Counts is one bowl's line of a stated day: Statement's counts and its
-// digest.
-type Counts struct {
-	Assigned     int64            `json:"assigned"`
-	Durable      int64            `json:"durable"`
-	Dropped      map[string]int64 `json:"dropped"`
-	DroppedTotal int64            `json:"dropped_total"`
-	Missing      int64            `json:"missing"`
-	Duplicates   int64            `json:"duplicates"`
-	RingRefused  int64            `json:"ring_refused"`
-	Partial      bool             `json:"partial,omitempty"`
-	Digest       string           `json:"digest"`
-}
-
-// Stated is the payload of audit.completeness_stated: a tenant's day.
-type Stated struct {
-	Day    string            `json:"day"`
-	Things map[string]Counts `json:"things"`
-	// Digest is SHA-256 over the things' digests, sorted by thing
-	// ("<thing>:<digest>\n" each).
-	Digest string `json:"digest"`
-}
-
 // IdempotencyKey is the key a tenant's day is stated under: once per
 // (tenant, day), however often the job runs.
 func IdempotencyKey(tenant string, day time.Time) string {
 	return "completeness/" + tenant + "/" + day.UTC().Format(time.DateOnly)
 }
 
-// State computes tenant's day: every thing in things and every thing its
+// State computes tenant's day, audit.completeness_stated's payload: every thing in things and every thing its
 // event log names (a bowl event's payload "thing").
-func State(ctx context.Context, db DB, tables Tables, tenant string, things []string, day time.Time) (Stated, error) {
+func State(ctx context.Context, db DB, tables Tables, tenant string, things []string, day time.Time) (catalog.CompletenessStated, error) {
 	envs, err := readLog(ctx, db, tables.Events, tenant)
 	if err != nil {
-		return Stated{}, err
+		return catalog.CompletenessStated{}, err
 	}
 	all := slices.Clone(things)
 	for _, e := range envs {
@@ -66,16 +43,16 @@ func State(ctx context.Context, db DB, tables Tables, tenant string, things []st
 	}
 	slices.Sort(all)
 	all = slices.Compact(all)
-	st := Stated{Day: day.UTC().Format(time.DateOnly), Things: map[string]Counts{}}
+	st := catalog.CompletenessStated{Day: day.UTC().Format(time.DateOnly), Things: map[string]catalog.ThingCounts{}}
 	var lines strings.Builder
 	for _, th := range all {
 		t, err := durable.ReadDay(ctx, db, tables.Telemetry, th, day)
 		if err != nil {
-			return Stated{}, err
+			return catalog.CompletenessStated{}, err
 		}
 		drops, refused := FromEvents(envs, th, day)
 		s := durable.Account(th, day, t, drops, refused)
-		c := Counts{Assigned: s.Assigned, Durable: s.Durable, Dropped: s.Dropped, DroppedTotal: s.DroppedTotal, Missing: s.Missing,
+		c := catalog.ThingCounts{Assigned: s.Assigned, Durable: s.Durable, Dropped: s.Dropped, DroppedTotal: s.DroppedTotal, Missing: s.Missing,
 			Duplicates: s.Duplicates, RingRefused: s.RingRefused, Partial: s.Partial, Digest: s.Digest()}
 		st.Things[th] = c
 		fmt.Fprintf(&lines, "%s:%s\n", th, c.Digest)
@@ -88,10 +65,10 @@ func State(ctx context.Context, db DB, tables Tables, tenant string, things []st
 // Anchor states tenant's day and emits it as audit.completeness_stated
 // through em, once per (tenant, day): a repeat returns the first event's
 // envelope and an error wrapping engine.ErrDuplicate, and writes nothing.
-func Anchor(ctx context.Context, db DB, tables Tables, em Emitter, tenant string, things []string, day time.Time) (Stated, engine.Envelope, error) {
+func Anchor(ctx context.Context, db DB, tables Tables, em Emitter, tenant string, things []string, day time.Time) (catalog.CompletenessStated, engine.Envelope, error) {
 	st, err := State(ctx, db, tables, tenant, things, day)
 	if err != nil {
-		return Stated{}, engine.Envelope{}, err
+		return catalog.CompletenessStated{}, engine.Envelope{}, err
 	}
 	ectx := engine.WithActor(engine.WithTenant(ctx, tenant), catalog.ProducerCompleteness)
 	env, err := em.EmitEvent(ectx, engine.Event{Type: catalog.TypeCompletenessStated, Payload: st, IdempotencyKey: IdempotencyKey(tenant, day)})

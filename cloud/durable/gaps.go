@@ -5,30 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
-
-// DataGap is one missing range of a (outbox, thing), the payload of
-// bowl.data_gap (cloud/catalog).
-type DataGap struct {
-	Thing string `json:"thing"`
-	// Lane is always "telemetry" (wire.KindTelemetry): the consumer sees
-	// telemetry only.
-	Lane string `json:"lane"`
-	// Outbox is the outbox instance id whose seqs these are (V1Outbox for
-	// a v1 gateway).
-	Outbox  string `json:"outbox"`
-	FromSeq uint64 `json:"from_seq"`
-	ToSeq   uint64 `json:"to_seq"`
-	// MissingSince is when the hole was first noticed, on the gateway's
-	// clock (the sent_at of the record that opened it, corrected when
-	// the clock was wrong).
-	MissingSince time.Time `json:"missing_since"`
-}
 
 // raiseGaps raises bowl.data_gap for each hole of s open longer than
 // GapGrace on the gateway's clock (its outbox's latest record), once: the
@@ -56,7 +37,7 @@ func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
 				if !ok || o.seen.Sub(since) < c.cfg.GapGrace || t.isRaised(h) {
 					continue
 				}
-				g := DataGap{Thing: name, Lane: wire.KindTelemetry, Outbox: id, FromSeq: h.From, ToSeq: h.To, MissingSince: since.UTC()}
+				g := catalog.DataGap{Thing: name, Lane: wire.KindTelemetry, Outbox: id, FromSeq: h.From, ToSeq: h.To, MissingSince: since.UTC()}
 				if err := c.emitGap(ctx, s.tenant, g); err != nil {
 					c.warnUnlessStopping(ctx, "data gap not raised; tried again at the next call", "tenant", s.tenant, "thing", name, "outbox", id, "from_seq", h.From, "to_seq", h.To, "err", err)
 					return
@@ -68,7 +49,7 @@ func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
 	}
 }
 
-func (c *Consumer) emitGap(ctx context.Context, tenant string, g DataGap) error {
+func (c *Consumer) emitGap(ctx context.Context, tenant string, g catalog.DataGap) error {
 	cctx, cancel := context.WithTimeout(engine.WithActor(engine.WithTenant(ctx, tenant), "consumer"), c.cfg.CallTimeout)
 	defer cancel()
 	_, err := c.cfg.Emitter.EmitEvent(cctx, engine.Event{Type: catalog.TypeDataGap, Payload: g, IdempotencyKey: gapIdempotencyKey(g)})

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
@@ -255,12 +256,12 @@ func (e *fakeEmitter) EmitEvent(ctx context.Context, ev engine.Event) (engine.En
 	return engine.Envelope{}, nil
 }
 
-func (e *fakeEmitter) gaps() []DataGap {
+func (e *fakeEmitter) gaps() []catalog.DataGap {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []DataGap
+	var out []catalog.DataGap
 	for _, ev := range e.events {
-		out = append(out, ev.Payload.(DataGap))
+		out = append(out, ev.Payload.(catalog.DataGap))
 	}
 	return out
 }

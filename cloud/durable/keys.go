@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
 )
 
 // The DynamoDB rows the consumer writes (docs/tables.md lists every table's
@@ -104,6 +106,6 @@ func letterEventID(gw, sha string) string { return gw + "/batch/" + sha }
 // hole is raised once however often a record is retried. '@' is no
 // wire.ValidName character, so no key of cloud/ingest's
 // ("<thing>/gap/<lane>/<from>-<to>") reads as one of these.
-func gapIdempotencyKey(g DataGap) string {
+func gapIdempotencyKey(g catalog.DataGap) string {
 	return g.Thing + "/gap/" + g.Lane + "@" + g.Outbox + "/" + u64(g.FromSeq) + "-" + u64(g.ToSeq)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/edge/wire"
 )
 
@@ -132,7 +133,7 @@ func TestGapRaisedOnceOnGatewayClock(t *testing.T) {
 	send(51, 60, gw.Add(g+3*time.Minute))
 	send(61, 70, gw.Add(g+4*time.Minute))
 	gaps := r.emit.gaps()
-	want := DataGap{Thing: "gw-1:a", Lane: wire.KindTelemetry, Outbox: "ob1", FromSeq: 11, ToSeq: 19, MissingSince: gw.Add(time.Minute)}
+	want := catalog.DataGap{Thing: "gw-1:a", Lane: wire.KindTelemetry, Outbox: "ob1", FromSeq: 11, ToSeq: 19, MissingSince: gw.Add(time.Minute)}
 	if len(gaps) != 1 || gaps[0] != want {
 		t.Fatalf("gaps = %+v; want once %+v", gaps, want)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/edge/wire"
 )
 
@@ -152,14 +153,9 @@ type GapDB interface {
 
 type laneKey struct{ tenant, thing, lane string }
 
-// DataGap is one missing range of a thing's lane, as raised in bowl.data_gap.
-type DataGap struct {
-	Thing        string    `json:"thing"`
-	Lane         string    `json:"lane"`
-	FromSeq      uint64    `json:"from_seq"`
-	ToSeq        uint64    `json:"to_seq"`
-	MissingSince time.Time `json:"missing_since"`
-}
+// DataGap is one missing range of a thing's lane: bowl.data_gap's payload,
+// without an outbox (ingest tracks the events lane per thing).
+type DataGap = catalog.DataGap
 
 // observation is a range of seqs of one thing's lane that is durable (or
 // accounted for: dropped at the edge, or rejected), and the gateway (bowl)

@@ -16,25 +16,29 @@ import (
 	"github.com/bowline-iot/bowline/engine/attr"
 )
 
-// payment is the payload of com.payment_completed (cloud/api).
-type payment struct {
-	OrderID     string          `json:"order_id"`
-	PaymentID   string          `json:"payment_id"`
-	AmountCents int64           `json:"amount_cents"`
-	CustomerID  string          `json:"customer_id"`
-	PetID       string          `json:"pet_id"`
-	Items       []adapters.Item `json:"items"`
-}
-
-func decodePayment(env engine.Envelope) (payment, error) {
-	var p payment
-	if err := env.DecodePayload(&p); err != nil {
-		return payment{}, badPayload(env.Type, env.ID, "%v", err)
+// decodePayment returns com.payment_completed's payload (cloud/api), with
+// the ids every commerce handler needs.
+func decodePayment(env engine.Envelope) (catalog.PaymentCompleted, error) {
+	p, err := catalog.Decode[catalog.PaymentCompleted](env)
+	if err != nil {
+		return catalog.PaymentCompleted{}, badPayload(env.Type, env.ID, "%v", err)
 	}
 	if p.OrderID == "" || p.PaymentID == "" || p.CustomerID == "" {
-		return payment{}, badPayload(env.Type, env.ID, "order_id, payment_id and customer_id are required")
+		return catalog.PaymentCompleted{}, badPayload(env.Type, env.ID, "order_id, payment_id and customer_id are required")
 	}
 	return p, nil
+}
+
+// providerItems are a payment's order lines as the providers take them.
+func providerItems(items []catalog.Item) []adapters.Item {
+	if items == nil {
+		return nil
+	}
+	out := make([]adapters.Item, len(items))
+	for i, it := range items {
+		out[i] = adapters.Item(it)
+	}
+	return out
 }
 
 func (s *Set) shopifyMirror(ctx context.Context, env engine.Envelope) error {
@@ -44,7 +48,7 @@ func (s *Set) shopifyMirror(ctx context.Context, env engine.Envelope) error {
 	}
 	_, err = s.cfg.Shop.MirrorOrder(ctx, adapters.Key(env.ID, catalog.SubShopifyMirror), adapters.ShopifyOrder{
 		OrderID: p.OrderID, Tenant: env.Tenant, CustomerID: p.CustomerID, PaymentID: p.PaymentID,
-		AmountCents: p.AmountCents, Items: p.Items,
+		AmountCents: p.AmountCents, Items: providerItems(p.Items),
 	})
 	return classify(err)
 }
@@ -55,7 +59,7 @@ func (s *Set) bookShipment(ctx context.Context, env engine.Envelope) error {
 		return err
 	}
 	_, err = s.cfg.Shipping.BookShipment(ctx, adapters.Key(env.ID, catalog.SubBookShipment), adapters.Shipment{
-		OrderID: p.OrderID, Tenant: env.Tenant, CustomerID: p.CustomerID, Items: p.Items,
+		OrderID: p.OrderID, Tenant: env.Tenant, CustomerID: p.CustomerID, Items: providerItems(p.Items),
 	})
 	return classify(err)
 }

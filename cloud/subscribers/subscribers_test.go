@@ -68,6 +68,10 @@ func TestRecordIntakeEmitsAppetiteDropOnce(t *testing.T) {
 	if p["pet_tag"] != pet || p["day"] != "2026-03-09" || p["grams"] != 30.0 || p["average_g"] != 100.0 || p["days"] != 7.0 {
 		t.Errorf("appetite payload = %v; want pet %s, day 2026-03-09, grams 30, average 100 over 7 days", p, pet)
 	}
+	drop, err := catalog.Decode[catalog.AppetiteDropped](evs[0])
+	if want := (catalog.AppetiteDropped{PetTag: pet, Day: "2026-03-09", Grams: 30, AverageG: 100, Days: 7}); err != nil || drop != want {
+		t.Errorf("Decode[AppetiteDropped] = %+v, %v; want %+v", drop, err, want)
+	}
 	if evs[0].Tenant != f.tenant {
 		t.Errorf("appetite event tenant = %q; want %q (the meal's)", evs[0].Tenant, f.tenant)
 	}

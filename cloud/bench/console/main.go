@@ -224,7 +224,7 @@ func seed(ctx context.Context, a *app.App, start time.Time) (int, error) {
 	}
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	events := 0
-	emit := func(tenant, typ string, payload map[string]any) error {
+	emit := func(tenant, typ string, payload any) error {
 		_, err := a.Engine.EmitEvent(engine.WithTenant(ctx, tenant), engine.Event{Type: typ, Payload: payload})
 		if err == nil {
 			events++
@@ -316,12 +316,13 @@ func seed(ctx context.Context, a *app.App, start time.Time) (int, error) {
 	for i := range orders {
 		tenant := fmt.Sprintf("tenant-%d", i%tenants+1)
 		id := fmt.Sprintf("ord-%04d", i)
-		p := map[string]any{"order_id": id, "customer_id": "c1", "pet_id": "p1", "items": []any{map[string]any{"sku": "TAG-001", "qty": 1.0}}, "amount_cents": 4999.0}
-		if err := emit(tenant, catalog.TypeOrderCreated, p); err != nil {
+		items := []catalog.Item{{SKU: "TAG-001", Qty: 1}}
+		created := catalog.OrderCreated{OrderID: id, CustomerID: "c1", PetID: "p1", Items: items, AmountCents: 4999, Currency: "USD"}
+		if err := emit(tenant, catalog.TypeOrderCreated, created); err != nil {
 			return 0, err
 		}
-		p["payment_id"] = "pay-" + id
-		if err := emit(tenant, catalog.TypePaymentCompleted, p); err != nil {
+		paid := catalog.PaymentCompleted{OrderID: id, PaymentID: "pay-" + id, AmountCents: 4999, Currency: "USD", CustomerID: "c1", PetID: "p1", Items: items}
+		if err := emit(tenant, catalog.TypePaymentCompleted, paid); err != nil {
 			return 0, err
 		}
 	}

@@ -28,21 +28,28 @@ type catalogResult struct {
 
 func runCatalog(ctx context.Context, args []string) error { return catalogCmd(ctx, args, os.Stdout) }
 
-// catalogCmd runs `bowline catalog [--check] [--json]` on Bowline's catalog.
+// catalogCmd runs `bowline catalog [--check] [--json | --markdown]` on
+// Bowline's catalog.
 func catalogCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	return catalogOf(ctx, catalog.Bowline(), args, stdout)
 }
 
 // catalogOf is catalogCmd for any catalog c.
 func catalogOf(_ context.Context, c engine.Catalog, args []string, stdout io.Writer) error {
-	fs := cli.NewFlags("bowline catalog", catalogSummary, "bowline catalog [--check] [--json]")
+	fs := cli.NewFlags("bowline catalog", catalogSummary, "bowline catalog [--check] [--json | --markdown]")
 	check := fs.Bool("check", false, "check the contract instead of printing the catalog; exit 1 on violations")
 	asJSON := fs.Bool("json", false, "print JSON")
+	asMarkdown := fs.Bool("markdown", false, "print the event types (payload type, fields, producers) and the subscriptions as the Markdown tables of docs/contract.md, \"Event catalog\"")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case fs.NArg() > 0:
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
+	case *asMarkdown && (*check || *asJSON):
+		return fmt.Errorf("%w: --markdown prints the catalog; it cannot be combined with --check or --json", cli.ErrUsage)
+	case *asMarkdown:
+		return catalog.WriteMarkdown(stdout, c)
 	}
 	res := catalogResult{Violations: []string{}, OK: true}
 	if *check {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,6 +113,7 @@ func TestEmitBadInput(t *testing.T) {
 		{[]string{"--tenant", "t", "--type", "bowl.meal_finished"}, cli.ErrUsage, `missing field "grams_eaten"`},
 		{[]string{"--tenant", "t", "--type", "bowl.meal_finished", "--payload", `{"grams_eaten":12,"duration_s":60,"started_at":"2999-01-01T00:00:00Z","pet_tag":""}`}, cli.ErrUsage, "in the future"},
 		{[]string{"--tenant", "t", "--type", "com.payment_completed", "--payload", `{"order_id":"o1","colour":"red"}`}, cli.ErrUsage, `unknown field "colour"`},
+		{[]string{"--tenant", "t", "--type", "com.order_created", "--payload", `{"order_id":"o1","customer_id":"c","pet_id":"p","items":[],"amount_cents":"lots","currency":"USD"}`}, cli.ErrUsage, `amount_cents`},
 	}
 	for _, tt := range tests {
 		_, err := run(t, emit, tt.args...)
@@ -138,6 +140,21 @@ func TestCatalogCommand(t *testing.T) {
 	out.Reset()
 	if err := catalogCmd(context.Background(), []string{"--check"}, &out); err != nil {
 		t.Errorf("catalog --check = %v (%s); want ok", err, out.String())
+	}
+
+	out.Reset()
+	if err := catalogCmd(context.Background(), []string{"--markdown"}, &out); err != nil {
+		t.Errorf("catalog --markdown = %v; want nil", err)
+	}
+	var md strings.Builder
+	if err := catalog.WriteMarkdown(&md, catalog.Bowline()); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != md.String() || !strings.Contains(out.String(), "`catalog.PaymentCompleted`") {
+		t.Errorf("catalog --markdown printed %q; want catalog.WriteMarkdown's tables, naming catalog.PaymentCompleted", out.String())
+	}
+	if err := catalogCmd(context.Background(), []string{"--markdown", "--json"}, io.Discard); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("catalog --markdown --json = %v; want a usage error", err)
 	}
 
 	c := catalog.Bowline()

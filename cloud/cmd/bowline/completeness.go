@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
@@ -188,7 +189,7 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 			Tenant string `json:"tenant"`
 			Event  string `json:"event_id"`
 			Seq    uint64 `json:"seq"`
-			completeness.Stated
+			catalog.CompletenessStated
 		}{*tenant, env.ID, env.Seq, st})
 	}
 	fmt.Fprintf(stdout, "stated: tenant %s, %s UTC (bowl clock), %d bowls, digest %s: event %s, seq %d\n", *tenant, st.Day, len(st.Things), st.Digest, env.ID, env.Seq)

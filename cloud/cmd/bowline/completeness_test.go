@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
-	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
@@ -138,7 +137,7 @@ func TestCompletenessCommand(t *testing.T) {
 	var stated struct {
 		Seq    uint64                         `json:"seq"`
 		Day    string                         `json:"day"`
-		Things map[string]completeness.Counts `json:"things"`
+		Things map[string]catalog.ThingCounts `json:"things"`
 		Digest string                         `json:"digest"`
 	}
 	if err := json.Unmarshal([]byte(out), &stated); err != nil {

@@ -29,8 +29,9 @@ func emitCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		"bowline emit --tenant T --type X [--payload JSON] [--idempotency-key K] [--json]\n\n"+
 			"The event enters the tenant's permanent hash chain, so it is checked first: the type must\n"+
 			"be in the catalog (`bowline catalog`), a device event's payload (bowl.*) must pass the\n"+
-			"rules ingest applies to devices' messages, and any other's must have exactly the\n"+
-			"catalog's fields. Bad input exits 2 naming the field, or listing the valid types.")
+			"rules ingest applies to devices' messages, and any other's must have the fields of its\n"+
+			"payload type (`bowline catalog --markdown`; an optional one may be left out), each of its\n"+
+			"JSON type. Bad input exits 2 naming the field, or listing the valid types.")
 	tenant := fs.String("tenant", "", "tenant to emit for (required)")
 	typ := fs.String("type", "", "declared event type, e.g. bowl.refilled (required; see bowline catalog)")
 	payload := fs.String("payload", "{}", "event payload: a JSON object")

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/cli"
@@ -15,9 +17,11 @@ import (
 
 // checkPayload checks an event typed by hand before it enters the
 // permanent chain: the type must be in the catalog; a device event's
-// payload must pass ingest's schema (cloud/ingest), any other's must have
-// exactly the catalog's Fields. Errors are usage errors (exit 2) that name
-// the field, or list the valid types.
+// payload must pass ingest's schema (cloud/ingest); any other's must have
+// the fields of its payload type (catalog.PayloadType; an optional one may
+// be left out), each decoding into its Go type, or, for a type without
+// one, exactly the catalog's Fields. Errors are usage errors (exit 2) that
+// name the field, or list the valid types.
 func checkPayload(c engine.Catalog, typ string, payload json.RawMessage, now time.Time) error {
 	i := slices.IndexFunc(c.Types, func(t engine.EventType) bool { return t.Name == typ })
 	if i < 0 {
@@ -34,7 +38,17 @@ func checkPayload(c engine.Catalog, typ string, payload json.RawMessage, now tim
 		}
 		return nil
 	}
-	fields := c.Types[i].Fields
+	fields, required := c.Types[i].Fields, c.Types[i].Fields
+	pt, typed := catalog.PayloadType(typ)
+	if typed {
+		fields, required = nil, nil
+		for _, f := range catalog.FieldsOf(pt) {
+			fields = append(fields, f.Name)
+			if !f.Optional {
+				required = append(required, f.Name)
+			}
+		}
+	}
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&obj); err != nil || obj == nil {
@@ -45,9 +59,16 @@ func checkPayload(c engine.Catalog, typ string, payload json.RawMessage, now tim
 			return fmt.Errorf("%w: --payload for %s: unknown field %q; want the fields %s", cli.ErrUsage, typ, name, strings.Join(fields, ", "))
 		}
 	}
-	for _, f := range fields {
+	for _, f := range required {
 		if _, ok := obj[f]; !ok {
 			return fmt.Errorf("%w: --payload for %s: missing field %q; want the fields %s", cli.ErrUsage, typ, f, strings.Join(fields, ", "))
+		}
+	}
+	if typed {
+		dec := json.NewDecoder(bytes.NewReader(payload))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(reflect.New(pt).Interface()); err != nil {
+			return fmt.Errorf("%w: --payload for %s does not decode into %v: %v", cli.ErrUsage, typ, pt, err)
 		}
 	}
 	return nil
