@@ -82,7 +82,10 @@ func payloadTime(p map[string]any, k string) time.Time {
 func bowlTime(e engine.Envelope) time.Time {
 	switch e.Type {
 	case catalog.TypeDataGap:
-		return payloadTime(e.Payload, "missing_since")
+		if g, ok, _ := gapOf(e); ok {
+			return g.MissingSince
+		}
+		return time.Time{}
 	case catalog.TypeTelemetryDropped:
 		if t := payloadTime(e.Payload, "to"); !t.IsZero() {
 			return t
@@ -101,8 +104,7 @@ func payloadNum(p map[string]any, k string) (float64, bool) {
 // first.
 func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 	envs := c.log.events(tenant, func(e *engine.Envelope) bool {
-		th, _ := e.Payload["thing"].(string)
-		return th == thing && len(e.Type) > 5 && e.Type[:5] == "bowl."
+		return len(e.Type) > 5 && e.Type[:5] == "bowl." && thingOf(*e) == thing
 	})
 	out := make([]bowlEvent, 0, len(envs))
 	for _, e := range envs {
@@ -130,9 +132,14 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 		case catalog.TypeDeviceFault:
 			b.Detail = fmt.Sprintf("code %v: %v", e.Payload["code"], e.Payload["detail"])
 		case catalog.TypeDataGap:
-			b.Detail = fmt.Sprintf("%d records (seq %s) missing", seqCount(e.Payload), seqRange(e.Payload))
+			if g, _, err := gapOf(e); err != nil {
+				b.Detail = fmt.Sprintf("%s: %v", undecodable, err)
+			} else {
+				b.Detail = fmt.Sprintf("%d records (seq %s) missing", seqCount(float64(g.FromSeq), float64(g.ToSeq)), seqRange(float64(g.FromSeq), float64(g.ToSeq)))
+			}
 		case catalog.TypeTelemetryDropped:
-			b.Detail = fmt.Sprintf("%d records (seq %s) dropped unsent at the gateway: %s", seqCount(e.Payload), seqRange(e.Payload), dropReason(e.Payload["reason"]))
+			from, to := dropSeqs(e.Payload)
+			b.Detail = fmt.Sprintf("%d records (seq %s) dropped unsent at the gateway: %s", seqCount(from, to), seqRange(from, to), dropReason(e.Payload["reason"]))
 		case catalog.TypeFoodLow:
 			b.Detail = fmt.Sprintf("level %.0f g", b.Level)
 		case catalog.TypeEmpty:
@@ -144,20 +151,35 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 	return out
 }
 
-// seqCount is how many seqs a payload's from_seq..to_seq spans.
-func seqCount(p map[string]any) int64 {
-	from, _ := payloadNum(p, "from_seq")
-	to, _ := payloadNum(p, "to_seq")
+// thingOf is the bowl a bowl.* event is of: a data gap's Thing, else its
+// payload's "thing" (the device event payloads are not Go types here yet,
+// and a gap whose payload does not decode still lands on its bowl's page,
+// said undecodable).
+func thingOf(e engine.Envelope) string {
+	if g, ok, _ := gapOf(e); ok {
+		return g.Thing
+	}
+	th, _ := e.Payload["thing"].(string)
+	return th
+}
+
+// dropSeqs is a bowl.telemetry_dropped payload's from_seq and to_seq.
+func dropSeqs(p map[string]any) (from, to float64) {
+	from, _ = payloadNum(p, "from_seq")
+	to, _ = payloadNum(p, "to_seq")
+	return from, to
+}
+
+// seqCount is how many seqs from..to spans.
+func seqCount(from, to float64) int64 {
 	if to < from {
 		return 0
 	}
 	return int64(to-from) + 1
 }
 
-// seqRange is a payload's from_seq-to_seq as integers.
-func seqRange(p map[string]any) string {
-	from, _ := payloadNum(p, "from_seq")
-	to, _ := payloadNum(p, "to_seq")
+// seqRange is from-to as integers.
+func seqRange(from, to float64) string {
 	return fmt.Sprintf("%.0f-%.0f", from, to)
 }
 
@@ -194,8 +216,7 @@ func classifyGaps(evs []bowlEvent) {
 	var drops []span
 	for _, e := range evs {
 		if e.Type == catalog.TypeTelemetryDropped {
-			f, _ := payloadNum(e.Env.Payload, "from_seq")
-			t, _ := payloadNum(e.Env.Payload, "to_seq")
+			f, t := dropSeqs(e.Env.Payload)
 			drops = append(drops, span{f, t, dropReason(e.Env.Payload["reason"])})
 		}
 	}
@@ -206,13 +227,16 @@ func classifyGaps(evs []bowlEvent) {
 			e.Verdict = gapLost
 		case catalog.TypeDataGap:
 			e.Verdict = gapLate
+			g, ok, _ := gapOf(e.Env)
+			if !ok {
+				continue // counted late; its Detail says undecodable
+			}
 			e.Detail += ": not in the cloud yet; the gateway keeps unacknowledged telemetry and sends it again, so it may still arrive"
-			f, _ := payloadNum(e.Env.Payload, "from_seq")
-			t, _ := payloadNum(e.Env.Payload, "to_seq")
+			f, t := float64(g.FromSeq), float64(g.ToSeq)
 			for _, d := range drops {
 				if d.from <= t && f <= d.to {
 					e.Verdict = gapLost
-					e.Detail = fmt.Sprintf("%d records (seq %s) lost: dropped at the gateway (%s)", seqCount(e.Env.Payload), seqRange(e.Env.Payload), d.why)
+					e.Detail = fmt.Sprintf("%d records (seq %s) lost: dropped at the gateway (%s)", seqCount(f, t), seqRange(f, t), d.why)
 					break
 				}
 			}

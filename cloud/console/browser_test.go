@@ -326,8 +326,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		// missing_since; a hand-made `bowline emit` of a bowl event
 		// carries the wall clock only.
 		ectx := engine.WithTenant(ctx, bowl.Tenant)
-		gap := map[string]any{"thing": bowl.Thing, "lane": "telemetry", "outbox": "o-test", "from_seq": 1000000, "to_seq": 1000009,
-			"missing_since": sys.SimNow().Add(-5 * time.Minute).UTC().Format(time.RFC3339Nano)}
+		gap := catalog.DataGap{Thing: bowl.Thing, Lane: "telemetry", Outbox: "o-test", FromSeq: 1000000, ToSeq: 1000009,
+			MissingSince: sys.SimNow().Add(-5 * time.Minute).UTC()}
 		if _, err := a.Engine.EmitEvent(ectx, engine.Event{Type: catalog.TypeDataGap, Payload: gap, IdempotencyKey: "gap-" + randHex(6)}); err != nil {
 			t.Fatalf("emit %s: %v", catalog.TypeDataGap, err)
 		}

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -25,8 +24,11 @@ type fanout struct {
 type orderRow struct {
 	Tenant, ID, Customer, Pet string
 	Amount                    string
-	Created                   engine.Envelope
-	Paid                      *engine.Envelope
+	// Undecodable is why the order's payload did not decode (catalog.Decode):
+	// the row is listed without its fields, and no payment is matched to it.
+	Undecodable string
+	Created     engine.Envelope
+	Paid        *engine.Envelope
 	// Refused are the payments refused for this order (com.payment_refused),
 	// oldest first.
 	Refused []refusal
@@ -35,17 +37,11 @@ type orderRow struct {
 
 // refusal is one refused payment, said in its currency's units.
 type refusal struct {
-	Event engine.Envelope
+	Event   engine.Envelope
+	Payment string
 	// Detail is "amount 40.00 USD, expected 49.99 USD" (or "currency ..."
 	// for a payment in another currency); the page puts "refused:" before it.
 	Detail string
-}
-
-// refusalOf words a com.payment_refused.
-func refusalOf(e engine.Envelope) refusal {
-	reason, _ := e.Payload["reason"].(string)
-	return refusal{Event: e, Detail: fmt.Sprintf("%s %s, expected %s", reason,
-		moneyAt(e.Payload, "amount_cents", "currency"), moneyAt(e.Payload, "order_amount_cents", "order_currency"))}
 }
 
 type commercePage struct {
@@ -70,19 +66,24 @@ func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess sess
 	refused := map[string][]refusal{}
 	for _, t := range c.log.tenantNames() {
 		for _, e := range c.log.events(t, isCom) {
-			id, _ := e.Payload["order_id"].(string)
+			com, _ := commerceOf(e)
+			id := com.Order
 			switch e.Type {
 			case catalog.TypePaymentCompleted:
-				paid[id] = e
+				if com.Err == nil {
+					paid[id] = e
+				}
 				continue
 			case catalog.TypePaymentRefused:
-				refused[id] = append(refused[id], refusalOf(e))
+				if com.Err == nil {
+					refused[id] = append(refused[id], refusal{Event: e, Payment: com.Payment, Detail: com.Refusal})
+				}
 				continue
 			}
-			row := orderRow{Tenant: t, ID: id, Created: e}
-			row.Customer, _ = e.Payload["customer_id"].(string)
-			row.Pet, _ = e.Payload["pet_id"].(string)
-			row.Amount = money(e.Payload)
+			row := orderRow{Tenant: t, ID: id, Customer: com.Customer, Pet: com.Pet, Amount: com.Amount, Created: e}
+			if com.Err != nil {
+				row.Undecodable = com.Err.Error()
+			}
 			if only != "" && id != only {
 				continue
 			}
@@ -96,6 +97,9 @@ func (c *Console) commercePage(w http.ResponseWriter, r *http.Request, sess sess
 	}
 	var pairs [][2]string
 	for i := range rows {
+		if rows[i].Undecodable != "" {
+			continue
+		}
 		rows[i].Refused = refused[rows[i].ID]
 		if e, ok := paid[rows[i].ID]; ok {
 			rows[i].Paid = &e

@@ -277,6 +277,7 @@ type page struct {
 }
 
 var funcs = template.FuncMap{
+	"undecodable": func() string { return undecodable },
 	"short": func(s string, n int) string {
 		if len(s) <= n {
 			return s

@@ -402,8 +402,8 @@ func TestRefusedPaymentShowsOnItsOrder(t *testing.T) {
 	if want := "refused: amount 40.00 USD, expected 49.99 USD"; !strings.Contains(text, want) || strings.Contains(text, "waiting") {
 		t.Errorf("row of the order with a refused payment lacks %q or still says waiting:\n%s", want, row)
 	}
-	if !strings.Contains(row, `href="/console/tenants/acme/events/3"`) {
-		t.Errorf("the refusal does not link to its event (seq 3):\n%s", row)
+	if !strings.Contains(row, `href="/console/tenants/acme/events/3"`) || !strings.Contains(row, `data-refused="pay_1"`) {
+		t.Errorf("the refusal does not link to its event (seq 3) or lacks data-refused=\"pay_1\":\n%s", row)
 	}
 	// Its payment id finds it.
 	req = httptest.NewRequest(http.MethodGet, Prefix+"search?q=pay_1", nil)
@@ -416,5 +416,67 @@ func TestRefusedPaymentShowsOnItsOrder(t *testing.T) {
 	other := regexp.MustCompile(`(?s)<tr data-order="o-fine">.*?</tr>`).FindString(body)
 	if !strings.Contains(other, "waiting") || strings.Contains(other, "refused") || !strings.Contains(other, "1,200 JPY") {
 		t.Errorf("row of the other order: want waiting, 1,200 JPY and no refusal:\n%s", other)
+	}
+}
+
+// TestUndecodablePayloadsAreShown: an event whose payload does not decode
+// into its catalog type (a hand-made row, a retyped field) is still
+// listed, said undecodable, and the rows beside it are unharmed.
+func TestUndecodablePayloadsAreShown(t *testing.T) {
+	c, _ := newTestConsole(t)
+	at := time.Date(2026, 1, 5, 7, 0, 0, 0, time.UTC)
+	c.log.setTenants([]string{"acme"})
+	c.log.mu.Lock()
+	c.log.tenants["acme"].events = []engine.Envelope{
+		{ID: "01BADORDER", Tenant: "acme", Seq: 1, Type: catalog.TypeOrderCreated, OccurredAt: at,
+			Payload: map[string]any{"order_id": "o-bad", "customer_id": "c1", "pet_id": "p1", "amount_cents": "lots", "currency": "USD"}},
+		{ID: "01GOODORDER", Tenant: "acme", Seq: 2, Type: catalog.TypeOrderCreated, OccurredAt: at.Add(time.Second),
+			Payload: map[string]any{"order_id": "o-good", "customer_id": "c2", "pet_id": "p2", "amount_cents": 4999.0, "currency": "USD"}},
+		{ID: "01BADPAY", Tenant: "acme", Seq: 3, Type: catalog.TypePaymentCompleted, OccurredAt: at.Add(time.Minute),
+			Payload: map[string]any{"order_id": "o-good", "payment_id": "pay_bad", "amount_cents": []any{1.0}}},
+		{ID: "01BADGAP", Tenant: "acme", Seq: 4, Type: catalog.TypeDataGap, OccurredAt: at.Add(2 * time.Minute),
+			Payload: map[string]any{"thing": "bowl-1", "lane": "telemetry", "from_seq": "ten", "to_seq": 19.0, "missing_since": "2026-01-05T07:10:00Z"}},
+		{ID: "01GOODGAP", Tenant: "acme", Seq: 5, Type: catalog.TypeDataGap, OccurredAt: at.Add(3 * time.Minute),
+			Payload: map[string]any{"thing": "bowl-1", "lane": "telemetry", "from_seq": 40.0, "to_seq": 49.0, "missing_since": "2026-01-05T07:20:00Z"}},
+	}
+	c.log.mu.Unlock()
+	ck, _, _ := login(t, c, testToken)
+	get := func(path string) string {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodGet, Prefix+path, nil)
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d; want 200:\n%s", path, rec.Code, rec.Body.String())
+		}
+		return rec.Body.String()
+	}
+	body := get("commerce")
+	rows := regexp.MustCompile(`(?s)<tr data-order="[^"]*">.*?</tr>`).FindAllString(body, -1)
+	if len(rows) != 2 {
+		t.Fatalf("commerce lists %d orders; want 2 (one undecodable):\n%s", len(rows), body)
+	}
+	bad := rows[1] // oldest last
+	if !strings.Contains(bad, undecodable) || !strings.Contains(bad, "amount_cents") || !strings.Contains(bad, `href="/console/tenants/acme/events/1"`) || strings.Contains(bad, "waiting") {
+		t.Errorf("row of the undecodable order: want %q, the failing field in its title, a link to its event and no \"waiting\":\n%s", undecodable, bad)
+	}
+	// The undecodable payment pays nothing: the good order still waits.
+	if good := rows[0]; !strings.Contains(good, `data-order="o-good"`) || !strings.Contains(good, "49.99 USD") || !strings.Contains(good, "waiting") {
+		t.Errorf("row of the good order: want o-good, 49.99 USD and waiting:\n%s", good)
+	}
+	// An undecodable payment is found by its event's id.
+	if s := get("search?q=01BADPAY"); !strings.Contains(s, "01BADPAY") {
+		t.Errorf("search for the undecodable payment's event id finds nothing:\n%s", s)
+	}
+	evs := c.bowlEvents("acme", "bowl-1")
+	if len(evs) != 2 {
+		t.Fatalf("bowl-1 has %d events; want both gaps, one undecodable", len(evs))
+	}
+	if !strings.HasPrefix(evs[0].Detail, undecodable) || !strings.Contains(evs[0].Detail, "from_seq") || evs[0].OnBowlClock {
+		t.Errorf("undecodable gap: Detail %q, on the bowl clock %v; want %q naming from_seq, on the wall clock", evs[0].Detail, evs[0].OnBowlClock, undecodable)
+	}
+	if want := "10 records (seq 40-49) missing"; !strings.HasPrefix(evs[1].Detail, want) || !evs[1].OnBowlClock {
+		t.Errorf("good gap: Detail %q, on the bowl clock %v; want %q, on the bowl clock", evs[1].Detail, evs[1].OnBowlClock, want)
 	}
 }

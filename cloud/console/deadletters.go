@@ -157,7 +157,9 @@ func (c *Console) linkLetters(rows []letterRow) {
 	for i := range rows {
 		if e, ok := found[rows[i].EventID]; ok {
 			rows[i].EventLink = eventLink(e)
-			rows[i].OrderID, _ = e.Payload["order_id"].(string)
+			if com, ok := commerceOf(e); ok {
+				rows[i].OrderID = com.Order
+			}
 		}
 	}
 }

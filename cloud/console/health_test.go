@@ -102,15 +102,16 @@ func TestTelemetryBehindIsMeasuredOnTheBowlsClock(t *testing.T) {
 
 func TestMoneyInItsCurrency(t *testing.T) {
 	for _, tc := range []struct {
-		p    map[string]any
-		want string
+		cents    int64
+		currency string
+		want     string
 	}{
-		{map[string]any{"amount_cents": 4999.0, "currency": "USD"}, "49.99 USD"},
-		{map[string]any{"amount_cents": 1200.0, "currency": "JPY"}, "1,200 JPY"},
-		{map[string]any{"amount_cents": 4999.0}, "4,999 minor units (no currency)"},
+		{4999, "USD", "49.99 USD"},
+		{1200, "jpy", "1,200 JPY"},
+		{4999, "", "4,999 minor units (no currency)"},
 	} {
-		if got := money(tc.p); got != tc.want {
-			t.Errorf("money(%v) = %q; want %q", tc.p, got, tc.want)
+		if got := money(tc.cents, tc.currency); got != tc.want {
+			t.Errorf("money(%d, %q) = %q; want %q", tc.cents, tc.currency, got, tc.want)
 		}
 	}
 }

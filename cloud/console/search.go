@@ -74,44 +74,36 @@ func (c *Console) search(q string) []hit {
 		hits = append(hits, hit{Kind: "bowl", Title: th, Detail: "tenant " + things[th], Link: Prefix + "bowls/" + url.PathEscape(th)})
 	}
 	for _, t := range c.log.tenantNames() {
+		coms := map[string]comEvent{} // event id -> the commerce event that matched
 		for _, e := range c.log.events(t, func(e *engine.Envelope) bool {
 			if e.ID == q || e.CorrelationID == q {
 				return true
 			}
-			o, _ := e.Payload["order_id"].(string)
-			pay, _ := e.Payload["payment_id"].(string)
-			return o == q || pay == q
+			// An undecodable payload is found by its event's id only.
+			com, ok := commerceOf(*e)
+			if !ok || com.Err != nil || (com.Order != q && com.Payment != q) {
+				return false
+			}
+			coms[e.ID] = com
+			return true
 		}) {
-			order, _ := e.Payload["order_id"].(string)
-			pay, _ := e.Payload["payment_id"].(string)
+			com, ok := coms[e.ID]
+			if !ok {
+				com, _ = commerceOf(e)
+			}
+			order, pay := com.Order, com.Payment
 			switch {
+			case com.Err != nil:
+				// Matched by its id; its event page shows the payload.
 			case e.Type == catalog.TypeOrderCreated && order == q:
-				hits = append(hits, hit{Kind: "order", Title: order, Detail: fmt.Sprintf("tenant %s, %s", e.Tenant, money(e.Payload)), Link: orderLink(order)})
+				hits = append(hits, hit{Kind: "order", Title: order, Detail: fmt.Sprintf("tenant %s, %s", e.Tenant, com.Amount), Link: orderLink(order)})
 			case e.Type == catalog.TypePaymentCompleted && pay == q:
-				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("pays order %s, %s", order, money(e.Payload)), Link: eventLink(e)})
+				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("pays order %s, %s", order, com.Amount), Link: eventLink(e)})
 			case e.Type == catalog.TypePaymentRefused && pay == q:
-				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("refused for order %s: %s", order, refusalOf(e).Detail), Link: orderLink(order)})
+				hits = append(hits, hit{Kind: "payment", Title: pay, Detail: fmt.Sprintf("refused for order %s: %s", order, com.Refusal), Link: orderLink(order)})
 			}
 			hits = append(hits, hit{Kind: "event", Title: fmt.Sprintf("%s #%d of %s", e.Type, e.Seq, e.Tenant), Detail: e.ID, Link: eventLink(e)})
 		}
 	}
 	return hits
-}
-
-// money says an amount in its currency: amount_cents are minor units of
-// currency (ISO 4217), "49.99 USD"; without a currency, "4,999 minor
-// units".
-func money(p map[string]any) string {
-	return moneyAt(p, "amount_cents", "currency")
-}
-
-// moneyAt says the amount in p's minor-unit field amountKey, in the
-// currency in currencyKey (catalog.Money).
-func moneyAt(p map[string]any, amountKey, currencyKey string) string {
-	cents, ok := payloadNum(p, amountKey)
-	if !ok {
-		return "no amount"
-	}
-	cur, _ := p[currencyKey].(string)
-	return catalog.Money(int64(cents), strings.ToUpper(cur))
 }
