@@ -425,8 +425,13 @@ func (r *run) tallyChains(ctx context.Context, res *ModeResult) (chainTally, err
 			res.ChainEvents++
 			switch {
 			case ev.Type == catalog.TypePaymentCompleted:
-				oid, _ := ev.Payload["order_id"].(string)
-				tally.payments[oid]++
+				// A payment that does not decode is counted under no
+				// order, so its order's check fails.
+				p, err := catalog.Decode[catalog.PaymentCompleted](ev)
+				if err != nil {
+					p = catalog.PaymentCompleted{}
+				}
+				tally.payments[p.OrderID]++
 				tally.paymentEvents = append(tally.paymentEvents, ev)
 			case strings.HasPrefix(ev.Type, "bowl.") && ev.Type != catalog.TypeDataGap:
 				id, _ := ev.Payload["device_event_id"].(string)

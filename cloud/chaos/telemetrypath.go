@@ -145,15 +145,8 @@ func (r *run) falseGaps(ctx context.Context, t *telemetry) (raised int, wrong []
 			if ev.Type != catalog.TypeDataGap {
 				continue
 			}
-			var gap struct {
-				Thing   string `json:"thing"`
-				Lane    string `json:"lane"`
-				Outbox  string `json:"outbox"`
-				FromSeq uint64 `json:"from_seq"`
-				ToSeq   uint64 `json:"to_seq"`
-			}
-			b, _ := json.Marshal(ev.Payload)
-			if json.Unmarshal(b, &gap) != nil || gap.Lane != "telemetry" {
+			gap, err := catalog.Decode[catalog.DataGap](ev)
+			if err != nil || gap.Lane != "telemetry" {
 				continue
 			}
 			raised++
