@@ -114,7 +114,7 @@ func (s *shape) decode(data []byte, opts DecodeOptions) (Data, error) {
 		case !ok && f.optional:
 			continue
 		case !ok:
-			return fail("data."+f.name, "is missing; want "+f.want)
+			return fail("data", fmt.Sprintf("missing field %q (want %s)", f.name, f.want))
 		case string(bytes.TrimSpace(raw)) == "null":
 			return fail("data."+f.name, "is null; want "+f.want)
 		}
