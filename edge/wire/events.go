@@ -270,7 +270,8 @@ func Decode(typ string, data []byte, opts DecodeOptions) (Data, error) {
 	return s.decode(data, opts)
 }
 
-// DecodeAs is Decode for a type known at compile time.
+// DecodeAs is Decode for a type known at compile time: T is one of the
+// data types above (MealFinished, ...), not a pointer to one.
 func DecodeAs[T Data](data []byte, opts DecodeOptions) (T, error) {
 	var zero T
 	d, err := Decode(zero.EventType(), data, opts)

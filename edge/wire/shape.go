@@ -43,7 +43,8 @@ func buildShapes() map[string]*shape {
 			if !f.IsExported() || name == "" || name == "-" {
 				panic(fmt.Sprintf("wire: %s.%s needs a json name", rt.Name(), f.Name))
 			}
-			optional := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
+			o := strings.Split(opts, ",")
+			optional := slices.Contains(o, "omitempty") || slices.Contains(o, "omitzero")
 			s.fields = append(s.fields, shapeField{name: name, index: i, optional: optional, isTime: f.Type == timeType, want: wantOf(f.Type)})
 		}
 		if _, dup := m[s.typ]; dup {
