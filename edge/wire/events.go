@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -268,6 +269,17 @@ func Decode(typ string, data []byte, opts DecodeOptions) (Data, error) {
 		return nil, fmt.Errorf("event type %q: %w", typ, ErrUnknownType)
 	}
 	return s.decode(data, opts)
+}
+
+// DataOf returns the zero value of the data type of event type typ, for
+// reflection over its json tags (the cloud catalog's list of fields); ok
+// is false for a type no gateway publishes.
+func DataOf(typ string) (d Data, ok bool) {
+	s, ok := shapes[typ]
+	if !ok {
+		return nil, false
+	}
+	return reflect.Zero(s.rtype).Interface().(Data), true
 }
 
 // DecodeAs is Decode for a type known at compile time: T is one of the

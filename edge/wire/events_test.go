@@ -167,6 +167,14 @@ func TestDataTypesRoundTrip(t *testing.T) {
 			t.Errorf("Decode(Encode(%#v)) = %#v, %v", v, back, err)
 		}
 	}
+	for _, typ := range EventTypes {
+		if d, ok := DataOf(typ); !ok || d.EventType() != typ {
+			t.Errorf("DataOf(%s) = %#v, %t; want its zero data", typ, d, ok)
+		}
+	}
+	if _, ok := DataOf("bowl.data_gap"); ok {
+		t.Error("DataOf(bowl.data_gap) ok; want no data type for a cloud event")
+	}
 	if !slices.Equal(types, EventTypes) {
 		t.Errorf("tested %v; want every one of EventTypes %v", types, EventTypes)
 	}
