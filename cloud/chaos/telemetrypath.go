@@ -11,33 +11,12 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
-// gatewayAcks is the part of an agent's /status the check reads
-// (edge/status.Report: acks and the telemetry lane).
-type gatewayAcks struct {
-	Uptime time.Duration `json:"uptime_ns"`
-	Acks   struct {
-		UnackedSamples int64 `json:"unacked_samples"`
-		AcksApplied    int64 `json:"acks_applied"`
-		AckedSamples   int64 `json:"acked_samples"`
-	} `json:"acks"`
-	MQTT struct {
-		Telemetry struct {
-			BatchSamples int64 `json:"batch_samples"`
-		} `json:"telemetry"`
-	} `json:"mqtt"`
-	Lanes struct {
-		Telemetry struct {
-			Backlog int64 `json:"backlog"`
-			Dropped int64 `json:"dropped"`
-		} `json:"telemetry"`
-	} `json:"lanes"`
-}
-
 // gatewayStatus reads gateway g's /status.
-func (r *run) gatewayStatus(ctx context.Context, g int) (gatewayAcks, error) {
-	var st gatewayAcks
+func (r *run) gatewayStatus(ctx context.Context, g int) (wire.GatewayStatus, error) {
+	var st wire.GatewayStatus
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.status[g], nil)

@@ -12,6 +12,7 @@ package completeness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
 
@@ -75,27 +77,21 @@ func FromEvents(envs []engine.Envelope, thing string, day time.Time) ([]durable.
 		}
 		switch e.Type {
 		case catalog.TypeTelemetryDropped:
-			at := payloadTime(e.Payload, "to")
+			d, ok := deviceData[wire.TelemetryDropped](e.Payload)
+			at := d.To
 			if at.IsZero() {
-				at = payloadTime(e.Payload, "from")
+				at = d.From
 			}
-			if !inDay(at) {
+			if !ok || !inDay(at) {
 				continue
 			}
-			from, ok1 := payloadUint(e.Payload, "from_seq")
-			to, ok2 := payloadUint(e.Payload, "to_seq")
-			if !ok1 || !ok2 {
-				continue
-			}
-			reason, _ := e.Payload["reason"].(string)
-			drops = append(drops, durable.Drop{FromSeq: from, ToSeq: to, Reason: reason})
+			drops = append(drops, durable.Drop{FromSeq: d.FromSeq, ToSeq: d.ToSeq, Reason: d.Reason})
 		case catalog.TypeDeviceFault:
-			code, _ := payloadUint(e.Payload, "code")
-			if code != FaultRingOverflow || !inDay(payloadTime(e.Payload, "device_at")) {
+			d, ok := deviceData[wire.DeviceFault](e.Payload)
+			if !ok || d.Code.IsName() || d.Code.Number != FaultRingOverflow || !inDay(payloadTime(e.Payload, "device_at")) {
 				continue
 			}
-			detail, _ := e.Payload["detail"].(string)
-			if m := refusedRE.FindStringSubmatch(detail); m != nil {
+			if m := refusedRE.FindStringSubmatch(d.Detail); m != nil {
 				n, _ := strconv.ParseInt(m[1], 10, 64)
 				refused += n
 			}
@@ -110,12 +106,17 @@ func payloadTime(p map[string]any, k string) time.Time {
 	return t
 }
 
-func payloadUint(p map[string]any, k string) (uint64, bool) {
-	v, ok := p[k].(float64)
-	if !ok || v < 0 {
-		return 0, false
+// deviceData reads the data of a device event from its payload with the
+// MQTT contract's decoder (edge/wire), ignoring the provenance ingest adds
+// (thing, device_at, ...); ok is false when the payload does not hold
+// that type's data.
+func deviceData[T wire.Data](p map[string]any) (d T, ok bool) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return d, false
 	}
-	return uint64(v), true
+	d, err = wire.DecodeAs[T](b, wire.DecodeOptions{AllowUnknown: true})
+	return d, err == nil
 }
 
 // readLog reads every event of tenant, oldest first (eventually

@@ -10,48 +10,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
-
-// agentStatus is the part of an edge agent's /status document the console
-// shows (edge/status.Report; the console reads it over HTTP, as any
-// operator tool would, and links nothing of edge/).
-type agentStatus struct {
-	Tenant  string `json:"tenant"`
-	Gateway string `json:"gateway"`
-	Uptime  int64  `json:"uptime_ns"`
-	Lanes   struct {
-		Events    agentLane `json:"events"`
-		Telemetry agentLane `json:"telemetry"`
-	} `json:"lanes"`
-	MQTT struct {
-		Connected  bool      `json:"connected"`
-		LastPuback time.Time `json:"last_puback"`
-		LastError  string    `json:"last_error"`
-		Connects   int       `json:"connects"`
-		InFlight   int       `json:"in_flight"`
-		Published  int64     `json:"published"`
-		Acked      int64     `json:"acked"`
-	} `json:"mqtt"`
-	Bowls []struct {
-		Input     string    `json:"input"`
-		Device    string    `json:"device"`
-		Connected bool      `json:"connected"`
-		LastSeen  time.Time `json:"last_seen"`
-		LastError string    `json:"last_error"`
-	} `json:"bowls"`
-}
-
-type agentLane struct {
-	Backlog          int64   `json:"backlog"`
-	Bytes            int64   `json:"bytes"`
-	OldestAgeSeconds float64 `json:"oldest_age_s"`
-	Dropped          int64   `json:"dropped"`
-}
 
 // agentView is one agent's latest poll.
 type agentView struct {
 	Agent
-	Status agentStatus
+	// Status is the agent's /status document (wire.GatewayStatus; the
+	// console reads it over HTTP, as any operator tool would, and links
+	// nothing of edge/ but the contract package).
+	Status wire.GatewayStatus
 	// Err is why the last poll failed ("" when it answered).
 	Err string
 	At  time.Time
@@ -118,8 +87,8 @@ func (p *agentPoller) poll(ctx context.Context) {
 	wg.Wait()
 }
 
-func (p *agentPoller) fetch(ctx context.Context, base string) (agentStatus, error) {
-	var st agentStatus
+func (p *agentPoller) fetch(ctx context.Context, base string) (wire.GatewayStatus, error) {
+	var st wire.GatewayStatus
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/status", nil)
 	if err != nil {
 		return st, err

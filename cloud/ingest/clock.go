@@ -59,40 +59,21 @@ func clockFix(sentAt, recv time.Time, lim Limits) ClockFix {
 func (f ClockFix) correct(t time.Time) time.Time { return t.Add(-f.Skew).UTC() }
 
 // correctEvent applies f to e's time and to the timestamp fields of its
-// data (its type's schema says which; e was validated against it).
+// data (wire.MapTimes; e was validated by wire.Decode).
 func (f ClockFix) correctEvent(e *wire.EventMessage) error {
 	if f.Reason == "" {
 		return nil
 	}
 	e.At = f.correct(e.At)
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(e.Data, &obj); err != nil {
+	d, err := wire.Decode(e.Type, e.Data, wire.DecodeOptions{})
+	if err != nil {
 		return fmt.Errorf("correct clock of event %s: %w", e.ID, err)
 	}
-	changed := false
-	for _, fl := range schemas[e.Type] {
-		v, ok := obj[fl.name]
-		if !ok || fl.kind != timestamp {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("correct clock of event %s: data.%s: %w", e.ID, fl.name, err)
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return fmt.Errorf("correct clock of event %s: data.%s: %w", e.ID, fl.name, err)
-		}
-		obj[fl.name], _ = json.Marshal(f.correct(t)) // a time always marshals
-		changed = true
+	data, err := json.Marshal(wire.MapTimes(d, f.correct))
+	if err != nil {
+		return fmt.Errorf("correct clock of event %s: %w", e.ID, err)
 	}
-	if changed {
-		data, err := json.Marshal(obj)
-		if err != nil {
-			return fmt.Errorf("correct clock of event %s: %w", e.ID, err)
-		}
-		e.Data = data
-	}
+	e.Data = data
 	return nil
 }
 

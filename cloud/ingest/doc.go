@@ -15,8 +15,9 @@
 //     written to its thing's seq row. An infrastructure failure is retried
 //     in place for Config.HoldFor, then the record is reported as the
 //     batch item failure and the event source hands it over again.
-//   - Events are validated against the engine catalog and a per-type schema
-//     and emitted with engine.EmitEvent under the idempotency key
+//   - Events are validated against the engine catalog and their type's data
+//     decoder in the MQTT contract (wire.Decode: one Go type per device
+//     event type) and emitted with engine.EmitEvent under the idempotency key
 //     "<thing>/<id>" ('/' never occurs in a thing name or an event id,
 //     wire.ValidName, so the key is unambiguous): a record handed over
 //     twice never emits twice. The payload's digest, kept on the engine's

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
@@ -61,7 +62,7 @@ func decodeStrict(raw []byte, v any) error {
 
 // DecodeEvent decodes and validates an event payload published by
 // topicThing, received at now: envelope, type (one a device may send) and
-// the type's data schema.
+// the type's data (wire.Decode).
 func DecodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (wire.EventMessage, error) {
 	e, _, err := decodeEvent(raw, topicThing, now, lim)
 	return e, err
@@ -87,16 +88,18 @@ func decodeEvent(raw []byte, topicThing string, now time.Time, lim Limits) (wire
 	case e.At.After(gwNow.Add(lim.MaxFutureSkew)):
 		return wire.EventMessage{}, ClockFix{}, reject(ReasonFutureTimestamp, "event %s at %s is more than %s after receipt at %s%s", e.ID, e.At.Format(time.RFC3339Nano), lim.MaxFutureSkew, gwNow.Format(time.RFC3339Nano), fix.clause())
 	}
-	s, ok := schemas[e.Type]
-	if !ok {
-		return wire.EventMessage{}, ClockFix{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
-	}
 	data := e.Data
 	if len(data) == 0 || string(data) == "null" {
 		data = json.RawMessage(`{}`)
 	}
-	if err := s.check(data, gwNow, lim.MaxFutureSkew); err != nil {
-		return wire.EventMessage{}, ClockFix{}, reject(ReasonInvalid, "event %s (%s): %v", e.ID, e.Type, err)
+	// The data's shape and bounds are the MQTT contract's (edge/wire);
+	// its timestamps are judged on the gateway's clock, as At is.
+	_, err := wire.Decode(e.Type, data, wire.DecodeOptions{Now: gwNow, MaxFutureSkew: lim.MaxFutureSkew})
+	if errors.Is(err, wire.ErrUnknownType) {
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonUnknownType, "event %s: type %q is not a device event type", e.ID, e.Type)
+	}
+	if err != nil {
+		return wire.EventMessage{}, ClockFix{}, reject(ReasonInvalid, "event %s: %v", e.ID, err)
 	}
 	e.Data = data
 	return e, fix, nil

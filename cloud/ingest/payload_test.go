@@ -28,6 +28,10 @@ func TestDecodeEvent(t *testing.T) {
 		{"meal negative grams", ev("bowl.meal_finished", `{"grams_eaten":-1,"duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"x"}`), ReasonInvalid},
 		{"meal grams as string", ev("bowl.meal_finished", `{"grams_eaten":"42","duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"x"}`), ReasonInvalid},
 		{"meal future start", ev("bowl.meal_finished", `{"grams_eaten":1,"duration_s":90,"started_at":"2027-01-01T00:00:00Z","pet_tag":"x"}`), ReasonInvalid},
+		// null was taken as 0 or "" before edge/wire decoded the data; the
+		// meal then failed in record_intake.
+		{"meal grams null", ev("bowl.meal_finished", `{"grams_eaten":null,"duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"x"}`), ReasonInvalid},
+		{"meal grams 1e400", ev("bowl.meal_finished", `{"grams_eaten":1e400,"duration_s":90,"started_at":"2026-11-29T10:58:30Z","pet_tag":"x"}`), ReasonInvalid},
 		{"refilled", ev("bowl.refilled", `{"grams_added":200,"level_g":450}`), ""},
 		{"food low", ev("bowl.food_low", `{"level_g":40,"threshold_g":50}`), ""},
 		{"empty without data", ev("bowl.empty", `{}`), ""},

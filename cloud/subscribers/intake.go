@@ -2,6 +2,7 @@ package subscribers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/attr"
 )
@@ -31,13 +33,6 @@ const intakeAttempts = 4
 
 const dayLayout = "2006-01-02"
 
-// meal is the payload of bowl.meal_finished.
-type meal struct {
-	GramsEaten *float64 `json:"grams_eaten"`
-	StartedAt  string   `json:"started_at"`
-	PetTag     string   `json:"pet_tag"`
-}
-
 // dayRow is the part of an intake row the handler reads.
 type dayRow struct {
 	day    string
@@ -49,28 +44,24 @@ type dayRow struct {
 var errLostRace = errors.New("intake row changed concurrently")
 
 func (s *Set) recordIntake(ctx context.Context, env engine.Envelope) error {
-	var m meal
-	if err := env.DecodePayload(&m); err != nil {
+	// The payload is the meal's data (edge/wire) and ingest's provenance
+	// (thing, device_event_id, ...): the data is checked as ingest
+	// checks it, the rest ignored.
+	payload, err := json.Marshal(env.Payload)
+	if err != nil {
 		return badPayload(env.Type, env.ID, "%v", err)
 	}
-	if m.GramsEaten == nil || *m.GramsEaten < 0 || math.IsNaN(*m.GramsEaten) || math.IsInf(*m.GramsEaten, 0) {
-		return badPayload(env.Type, env.ID, "grams_eaten must be a non-negative number")
+	m, err := wire.DecodeAs[wire.MealFinished](payload, wire.DecodeOptions{AllowUnknown: true})
+	if err != nil {
+		return badPayload(env.Type, env.ID, "%v", err)
 	}
-	if m.PetTag == "" {
-		m.PetTag = UntaggedPet
+	pet := m.PetTag
+	if pet == "" {
+		pet = UntaggedPet
 	}
-	at := env.OccurredAt
-	if m.StartedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, m.StartedAt)
-		if err != nil {
-			return badPayload(env.Type, env.ID, "started_at %q: %v", m.StartedAt, err)
-		}
-		at = t
-	}
-	day := at.UTC().Format(dayLayout)
-	var err error
+	day := m.StartedAt.UTC().Format(dayLayout)
 	for range intakeAttempts {
-		if err = s.addMeal(ctx, env, m.PetTag, day, *m.GramsEaten); !errors.Is(err, errLostRace) {
+		if err = s.addMeal(ctx, env, pet, day, m.GramsEaten); !errors.Is(err, errLostRace) {
 			return err
 		}
 	}

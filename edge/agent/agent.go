@@ -283,15 +283,15 @@ func (a *Agent) housekeeping(ctx context.Context) {
 }
 
 // Report builds the /status document.
-func (a *Agent) Report(context.Context) (status.Report, error) {
+func (a *Agent) Report(context.Context) (wire.GatewayStatus, error) {
 	s, err := a.out.Stats()
 	if err != nil {
-		return status.Report{}, err
+		return wire.GatewayStatus{}, err
 	}
 	now := time.Now()
-	r := status.Report{
+	r := wire.GatewayStatus{
 		Tenant: a.cfg.Forward.Tenant, Gateway: a.cfg.Forward.ClientID, Uptime: now.Sub(a.started),
-		Lanes: status.LaneReports{Events: status.LaneFrom(s.Events, now), Telemetry: status.LaneFrom(s.Telemetry, now)},
+		Lanes: wire.LanesStatus{Events: status.LaneFrom(s.Events, now), Telemetry: status.LaneFrom(s.Telemetry, now)},
 		Disk:  status.DiskFrom(a.out.Path(), s),
 		MQTT:  a.fwd.Status(),
 	}
@@ -302,7 +302,7 @@ func (a *Agent) Report(context.Context) (status.Report, error) {
 	for i, in := range a.cfg.Inputs {
 		l := a.links[i]
 		l.mu.Lock()
-		r.Bowls = append(r.Bowls, status.Bowl{Input: in.String(), Connected: l.connected, LastError: l.lastErr})
+		r.Bowls = append(r.Bowls, wire.BowlStatus{Input: in.String(), Connected: l.connected, LastError: l.lastErr})
 		l.mu.Unlock()
 	}
 	seen := a.sink.LastSeen()
@@ -312,7 +312,7 @@ func (a *Agent) Report(context.Context) (status.Report, error) {
 	}
 	sort.Strings(devs)
 	for _, d := range devs {
-		r.Bowls = append(r.Bowls, status.Bowl{Device: d, Connected: true, LastSeen: seen[d]})
+		r.Bowls = append(r.Bowls, wire.BowlStatus{Device: d, Connected: true, LastSeen: seen[d]})
 	}
 	return r, nil
 }

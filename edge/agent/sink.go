@@ -257,8 +257,9 @@ func sameCounter(epoch, last uint32, r bridge.Record) bool {
 // counterReset is the bowl.counter_reset event raised before the first
 // record of a new counter.
 func counterReset(thing string, oldEpoch, lastSeq uint32, r bridge.Record) outbox.Entry {
-	data, _ := json.Marshal(map[string]uint32{"old_epoch": oldEpoch, "new_epoch": r.Epoch, "last_seq": lastSeq, "first_seq": r.Seq}) // numbers only: cannot fail
-	return outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeCounterReset,
+	d := wire.CounterReset{OldEpoch: uint64(oldEpoch), NewEpoch: uint64(r.Epoch), LastSeq: uint64(lastSeq), FirstSeq: uint64(r.Seq)}
+	data, _ := json.Marshal(d) // 32-bit numbers only: cannot fail, within every bound
+	return outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: d.EventType(),
 		ID: fmt.Sprintf("counter_reset-%08x-%d", r.Epoch, r.Seq), Data: data}
 }
 
@@ -277,10 +278,18 @@ func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detecto
 	tel := func(at time.Time, kind string, v float64) {
 		entries = append(entries, outbox.Entry{Lane: outbox.Telemetry, Thing: thing, At: at, Type: kind, Value: v})
 	}
+	event := func(at time.Time, id string, d wire.Data) {
+		data, err := wire.Encode(d)
+		if err != nil {
+			// A detector bug: the cloud would dead-letter it; say so here.
+			s.log.Error("bowl event not stored: its data breaks the contract", "thing", thing, "id", id, "err", err)
+			return
+		}
+		entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: at, Type: d.EventType(), ID: id, Data: data})
+	}
 	events := func(evs []detect.Event) {
 		for _, e := range evs {
-			data, _ := json.Marshal(e.Data)
-			entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: e.At, Type: e.Type, ID: epochID(e.ID, r.Epoch), Data: data})
+			event(e.At, epochID(e.ID, r.Epoch), e.Data)
 		}
 	}
 	switch b := r.Body.(type) {
@@ -303,8 +312,7 @@ func (s *Sink) convert(entries []outbox.Entry, thing string, det *detect.Detecto
 	case frame.Lid:
 		tel(r.At, KindLid, float64(b.State))
 	case frame.Fault:
-		data, _ := json.Marshal(map[string]any{"code": int(b.Code), "detail": cleanDetail(b.Detail)})
-		entries = append(entries, outbox.Entry{Lane: outbox.Events, Thing: thing, At: r.At, Type: TypeDeviceFault, ID: epochID("fault-"+strconv.FormatUint(uint64(r.Seq), 10), r.Epoch), Data: data})
+		event(r.At, epochID("fault-"+strconv.FormatUint(uint64(r.Seq), 10), r.Epoch), wire.DeviceFault{Code: wire.NumericFault(uint64(b.Code)), Detail: cleanDetail(b.Detail)})
 	}
 	return entries
 }

@@ -9,7 +9,7 @@ import (
 
 // cleanDetail makes a firmware fault detail acceptable to
 // wire.CheckText(…, wire.MaxDetailLen), the check ingest applies to
-// bowl.device_fault's detail (cloud/ingest/schema.go). The firmware sends
+// bowl.device_fault's detail (wire.DeviceFault, wire.Decode). The firmware sends
 // 0-64 bytes of UTF-8 that may hold control characters
 // (firmware-bridge/PROTOCOL.md); a detail ingest refuses would lose the
 // whole fault. Each invalid byte, control character (but tab and newline)

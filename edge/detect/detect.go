@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // Detector is one bowl's event detector. It is not safe for concurrent
@@ -158,13 +160,13 @@ func (d *Detector) endEpisode(out []Event, level float64, endAt, now time.Time) 
 	switch {
 	case delta <= -d.cfg.MealMinG:
 		out = append(out, Event{
-			Type: TypeMealFinished, ID: "meal-" + st.EpRef.String(), At: endAt,
-			Data: &MealData{GramsEaten: round1(-delta), DurationS: round1(max(0, endAt.Sub(st.EpStart).Seconds())), StartedAt: st.EpStart, PetTag: topTag(st.Tags)},
+			ID: "meal-" + st.EpRef.String(), At: endAt,
+			Data: wire.MealFinished{GramsEaten: round1(-delta), DurationS: round1(max(0, endAt.Sub(st.EpStart).Seconds())), StartedAt: st.EpStart, PetTag: topTag(st.Tags)},
 		})
 	case delta >= d.cfg.RefillMinG:
 		out = append(out, Event{
-			Type: TypeRefilled, ID: "refill-" + st.EpRef.String(), At: endAt,
-			Data: &RefillData{GramsAdded: round1(delta), LevelG: round1(level)},
+			ID: "refill-" + st.EpRef.String(), At: endAt,
+			Data: wire.Refilled{GramsAdded: round1(delta), LevelG: round1(level)},
 		})
 	}
 	ref := st.EpRef
@@ -186,11 +188,11 @@ func (d *Detector) thresholds(out []Event, ref Ref, at time.Time) []Event {
 	}
 	if st.LowArmed && st.Level < c.FoodLowG && st.Level >= c.EmptyG {
 		st.LowArmed = false
-		out = append(out, Event{Type: TypeFoodLow, ID: "food_low-" + ref.String(), At: at, Data: &FoodLowData{LevelG: round1(st.Level), ThresholdG: c.FoodLowG}})
+		out = append(out, Event{ID: "food_low-" + ref.String(), At: at, Data: wire.FoodLow{LevelG: round1(st.Level), ThresholdG: c.FoodLowG}})
 	}
 	if st.EmptyArmed && st.Level < c.EmptyG {
 		st.EmptyArmed, st.LowArmed = false, false
-		out = append(out, Event{Type: TypeEmpty, ID: "empty-" + ref.String(), At: at, Data: &EmptyData{LevelG: round1(max(0, st.Level))}})
+		out = append(out, Event{ID: "empty-" + ref.String(), At: at, Data: wire.Empty{LevelG: new(round1(max(0, st.Level)))}})
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 var t0 = time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
@@ -80,17 +82,17 @@ func TestMealRefillFoodLowEmpty(t *testing.T) {
 
 	var types []string
 	for _, e := range got {
-		types = append(types, e.Type)
+		types = append(types, e.Type())
 	}
 	want := []string{TypeMealFinished, TypeFoodLow, TypeMealFinished, TypeEmpty, TypeRefilled}
 	if !reflect.DeepEqual(types, want) {
 		t.Fatalf("event types = %v; want %v", types, want)
 	}
-	m := got[0].Data.(*MealData)
+	m := got[0].Data.(wire.MealFinished)
 	if m.PetTag != "pet-a" || m.GramsEaten < 29 || m.GramsEaten > 31 {
 		t.Fatalf("first meal = %+v; want pet-a, about 30 g", m)
 	}
-	if r := got[4].Data.(*RefillData); r.GramsAdded < 296 || r.GramsAdded > 300 || r.LevelG != 300 {
+	if r := got[4].Data.(wire.Refilled); r.GramsAdded < 296 || r.GramsAdded > 300 || r.LevelG != 300 {
 		t.Fatalf("refill = %+v; want about 298 g to 300 g", r)
 	}
 	ids := map[string]bool{}

@@ -13,6 +13,8 @@ import (
 	"github.com/bowline-iot/bowline/firmware-bridge/bridge"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // simWeek runs the firmware-bridge simulator (one bowl, three pets, a week,
@@ -104,14 +106,14 @@ func score(events []detect.Event, truth []sim.Truth, typ, kind string) tally {
 	var s tally
 	used := map[int]bool{}
 	for _, e := range events {
-		if e.Type != typ {
+		if e.Type() != typ {
 			continue
 		}
 		start, grams, tag := e.At, 0.0, ""
 		switch d := e.Data.(type) {
-		case *detect.MealData:
+		case wire.MealFinished:
 			start, grams, tag = d.StartedAt, d.GramsEaten, d.PetTag
-		case *detect.RefillData:
+		case wire.Refilled:
 			grams = d.GramsAdded
 		}
 		found := -1

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // truth is one ground-truth event of the test world.
@@ -154,16 +156,16 @@ func match(typ string, det []Event, gt []truth) score {
 	var s score
 	used := map[int]bool{}
 	for _, e := range det {
-		if e.Type != typ {
+		if e.Type() != typ {
 			continue
 		}
 		var start time.Time
 		var grams float64
 		var tag string
 		switch d := e.Data.(type) {
-		case *MealData:
+		case wire.MealFinished:
 			start, grams, tag = d.StartedAt, d.GramsEaten, d.PetTag
-		case *RefillData:
+		case wire.Refilled:
 			start, grams = e.At.Add(-10*time.Second), d.GramsAdded
 		}
 		found := -1

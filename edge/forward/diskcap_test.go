@@ -73,11 +73,11 @@ func TestDiskCapDropsAreReportedExactly(t *testing.T) {
 				gotEvents++
 				continue
 			}
-			var r outbox.DropReport
+			var r wire.TelemetryDropped
 			if err := json.Unmarshal(em.Data, &r); err != nil {
 				t.Fatal(err)
 			}
-			if int(r.ToSeq-r.FromSeq+1) != r.Count {
+			if r.ToSeq-r.FromSeq+1 != r.Count {
 				t.Fatalf("drop report %+v: count is not the range's size", r)
 			}
 			for s := r.FromSeq; s <= r.ToSeq; s++ {

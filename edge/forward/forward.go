@@ -60,47 +60,6 @@ type Hooks struct {
 	CloudAck func(applied bool, removed int)
 }
 
-// Status is the forwarder's state for the status endpoint.
-type Status struct {
-	Connected  bool      `json:"connected"`
-	Broker     string    `json:"broker"`
-	LastPuback time.Time `json:"last_puback,omitzero"`
-	LastError  string    `json:"last_error,omitempty"`
-	Connects   int       `json:"connects"`
-	InFlight   int       `json:"in_flight"`
-	Published  int64     `json:"published"`
-	Acked      int64     `json:"acked"`
-	// PubackTimeouts counts publishes that got no PUBACK within
-	// PubackTimeout, each of which ended its session.
-	PubackTimeouts int64 `json:"puback_timeouts"`
-	// Telemetry is the state of the cloud acknowledgements (wire v2).
-	Telemetry TelemetryStatus `json:"telemetry"`
-}
-
-// TelemetryStatus is what the forwarder knows of telemetry sent and
-// acknowledged by the cloud (wire v2; zero in v1).
-type TelemetryStatus struct {
-	Wire string `json:"wire"`
-	// UnackedSent counts samples published (PUBACKed or in flight) in
-	// this run and not yet acknowledged by the cloud; OldestUnackedSent
-	// is when the oldest of them was published.
-	UnackedSent       int64     `json:"unacked_sent_samples"`
-	OldestUnackedSent time.Time `json:"oldest_unacked_sent,omitzero"`
-	// Batches and BatchBytes count batch payloads published and their
-	// bytes; BatchSamples the samples they carried (resends included).
-	Batches      int64 `json:"batches"`
-	BatchBytes   int64 `json:"batch_bytes"`
-	BatchSamples int64 `json:"batch_samples"`
-	// LastAck is when the last cloud ack was applied. AcksApplied counts
-	// acks applied, AcksIgnored acks of another outbox instance, AcksBad
-	// acks that did not decode; AckedSamples the records acks removed.
-	LastAck      time.Time `json:"last_ack,omitzero"`
-	AcksApplied  int64     `json:"acks_applied"`
-	AcksIgnored  int64     `json:"acks_ignored"`
-	AcksBad      int64     `json:"acks_bad"`
-	AckedSamples int64     `json:"acked_samples"`
-}
-
 // Forwarder publishes a Source to an MQTT broker.
 type Forwarder struct {
 	cfg     Config
@@ -112,7 +71,7 @@ type Forwarder struct {
 	sent *ledger // telemetry sent and not acknowledged (wire v2)
 
 	mu     sync.Mutex
-	status Status
+	status wire.MQTTStatus
 }
 
 // New returns a Forwarder for src; it validates cfg.
@@ -127,7 +86,7 @@ func New(cfg Config, src Source) (*Forwarder, error) {
 		src:     src,
 		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), burst),
 		bytes:   rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, cfg.MaxPayload)),
-		status:  Status{Broker: cfg.Broker, Telemetry: TelemetryStatus{Wire: cfg.Wire}},
+		status:  wire.MQTTStatus{Broker: cfg.Broker, Telemetry: wire.TelemetryStatus{Wire: cfg.Wire}},
 		sent:    newLedger(),
 	}, nil
 }
@@ -136,7 +95,7 @@ func New(cfg Config, src Source) (*Forwarder, error) {
 func (f *Forwarder) SetHooks(h Hooks) { f.hooks = h }
 
 // Status returns a snapshot of the forwarder's state.
-func (f *Forwarder) Status() Status {
+func (f *Forwarder) Status() wire.MQTTStatus {
 	n, oldest := f.sent.unacked()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -145,7 +104,7 @@ func (f *Forwarder) Status() Status {
 	return s
 }
 
-func (f *Forwarder) update(fn func(s *Status)) {
+func (f *Forwarder) update(fn func(s *wire.MQTTStatus)) {
 	f.mu.Lock()
 	fn(&f.status)
 	f.mu.Unlock()
@@ -169,7 +128,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if err != nil {
-			f.update(func(s *Status) { s.LastError = err.Error() })
+			f.update(func(s *wire.MQTTStatus) { s.LastError = err.Error() })
 			f.cfg.Logger.Warn("mqtt session ended", "broker", f.cfg.Broker, "err", err)
 		}
 		if connected {
@@ -233,12 +192,12 @@ func (f *Forwarder) session(ctx context.Context) (connected bool, err error) {
 		return false, fmt.Errorf("broker %s: %w: %v", f.cfg.Broker, ErrConnect, err)
 	}
 	defer client.Disconnect(100)
-	f.update(func(s *Status) { s.Connected = true; s.Connects++; s.LastError = "" })
+	f.update(func(s *wire.MQTTStatus) { s.Connected = true; s.Connects++; s.LastError = "" })
 	if f.hooks.Connection != nil {
 		f.hooks.Connection(true)
 	}
 	defer func() {
-		f.update(func(s *Status) { s.Connected = false; s.InFlight = 0 })
+		f.update(func(s *wire.MQTTStatus) { s.Connected = false; s.InFlight = 0 })
 		if f.hooks.Connection != nil {
 			f.hooks.Connection(false)
 		}
@@ -405,7 +364,7 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 	}
 	sent := time.Now()
 	tok := p.client.Publish(topic, 1, false, payload)
-	p.f.update(func(s *Status) { s.InFlight = len(p.sem); s.Published++ })
+	p.f.update(func(s *wire.MQTTStatus) { s.InFlight = len(p.sem); s.Published++ })
 	if h := p.f.hooks.Published; h != nil {
 		h(lane, records)
 	}
@@ -429,7 +388,7 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 			// A broker that throttles may never answer; paho does not
 			// resend on a live connection. Only a new session resends.
 			lost()
-			p.f.update(func(s *Status) { s.PubackTimeouts++ })
+			p.f.update(func(s *wire.MQTTStatus) { s.PubackTimeouts++ })
 			if h := p.f.hooks.PubackTimeout; h != nil {
 				h(lane)
 			}
@@ -448,7 +407,7 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 			}
 		}
 		now := time.Now()
-		p.f.update(func(s *Status) { s.LastPuback = now; s.Acked++; s.InFlight = len(p.sem) - 1 })
+		p.f.update(func(s *wire.MQTTStatus) { s.LastPuback = now; s.Acked++; s.InFlight = len(p.sem) - 1 })
 		if h := p.f.hooks.Acked; h != nil {
 			h(lane, records, now.Sub(sent))
 		}

@@ -120,7 +120,7 @@ func (p *pump) batchRound() (int, error) {
 			return i, err
 		}
 	}
-	f.update(func(s *Status) {
+	f.update(func(s *wire.MQTTStatus) {
 		s.Telemetry.Batches += int64(len(payloads))
 		s.Telemetry.BatchBytes += int64(bytes)
 		s.Telemetry.BatchSamples += int64(samples)
@@ -235,19 +235,19 @@ func (f *Forwarder) ackHandler(_ paho.Client, m paho.Message) {
 func (f *Forwarder) ApplyAck(ctx context.Context, payload []byte) (int, error) {
 	m, err := wire.DecodeAck(payload)
 	if err != nil {
-		f.update(func(s *Status) { s.Telemetry.AcksBad++ })
+		f.update(func(s *wire.MQTTStatus) { s.Telemetry.AcksBad++ })
 		f.ackHook(false, 0)
 		return 0, err
 	}
 	if m.Outbox != f.src.ID() {
-		f.update(func(s *Status) { s.Telemetry.AcksIgnored++ })
+		f.update(func(s *wire.MQTTStatus) { s.Telemetry.AcksIgnored++ })
 		f.ackHook(false, 0)
 		return 0, fmt.Errorf("ack for outbox %q, this gateway's is %q: %w", m.Outbox, f.src.ID(), outbox.ErrOtherOutbox)
 	}
 	acks := f.sent.acks(m.Things)
 	n, err := f.src.AckTelemetry(ctx, m.Outbox, acks)
 	if errors.Is(err, outbox.ErrOtherOutbox) {
-		f.update(func(s *Status) { s.Telemetry.AcksIgnored++ })
+		f.update(func(s *wire.MQTTStatus) { s.Telemetry.AcksIgnored++ })
 		f.ackHook(false, 0)
 		return 0, err
 	}
@@ -256,7 +256,7 @@ func (f *Forwarder) ApplyAck(ctx context.Context, payload []byte) (int, error) {
 	}
 	f.sent.acked(acks)
 	now := time.Now()
-	f.update(func(s *Status) {
+	f.update(func(s *wire.MQTTStatus) {
 		s.Telemetry.AcksApplied++
 		s.Telemetry.AckedSamples += int64(n)
 		s.Telemetry.LastAck = now

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // TestClockStepDoesNotExpireBacklog: a gateway booted with its clock at
@@ -49,7 +51,7 @@ func TestClockStepDoesNotExpireBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev, _ := o.Events(ctx, "bowl-a", 0, 10)
-	var r DropReport
+	var r wire.TelemetryDropped
 	if len(ev) != 1 || json.Unmarshal(ev[0].Data, &r) != nil || r.Count != 5 || r.Reason != ReasonTTL {
 		t.Fatalf("after 70 min on the age clock: drop events %+v; want one ttl report of 5", ev)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/internal/testkit"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // smallDisk mounts a tmpfs of size bytes and unmounts it at the end of
@@ -95,11 +97,11 @@ func (f *feeder) check(t *testing.T, reason string) Stats {
 				kept = append(kept, e.ID)
 				continue
 			}
-			var r DropReport
+			var r wire.TelemetryDropped
 			if err := json.Unmarshal(e.Data, &r); err != nil {
 				t.Fatal(err)
 			}
-			if r.Reason != reason || r.FromSeq != next || int(r.ToSeq-r.FromSeq+1) != r.Count {
+			if r.Reason != reason || r.FromSeq != next || r.ToSeq-r.FromSeq+1 != r.Count {
 				t.Fatalf("%s drop report %+v; want %s from seq %d, count = to-from+1", th, r, reason, next)
 			}
 			next = r.ToSeq + 1

@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -20,19 +19,11 @@ const (
 	ReasonTTL     = "ttl"
 )
 
-// DropReport is the data of a bowl.telemetry_dropped event: the telemetry
-// seqs FromSeq..ToSeq of the thing (Count of them) were removed unsent.
-type DropReport struct {
-	FromSeq uint64    `json:"from_seq"`
-	ToSeq   uint64    `json:"to_seq"`
-	Count   int       `json:"count"`
-	From    time.Time `json:"from"`
-	To      time.Time `json:"to"`
-	Reason  string    `json:"reason"`
-}
-
+// dropRun is one bowl.telemetry_dropped report in the making: its data
+// (the thing's telemetry seqs FromSeq..ToSeq, Count of them removed
+// unsent) and its thing.
 type dropRun struct {
-	DropReport
+	wire.TelemetryDropped
 	thing string
 }
 
@@ -61,7 +52,7 @@ func (w *wtx) oldestTelemetry() (thing string, b *bolt.Bucket, ok bool) {
 // dropFirst removes the oldest run of thing's telemetry: its whole first
 // seal when the first record is sealed (a sealed batch is never split), or
 // else just the first record.
-func (w *wtx) dropFirst(thing string, b *bolt.Bucket) (DropReport, error) {
+func (w *wtx) dropFirst(thing string, b *bolt.Bucket) (wire.TelemetryDropped, error) {
 	k, _ := b.Cursor().First()
 	first := keySeq(k)
 	last := first
@@ -70,11 +61,11 @@ func (w *wtx) dropFirst(thing string, b *bolt.Bucket) (DropReport, error) {
 		if v := sb.Get(k); len(v) == 8 {
 			last = keySeq(v)
 			if err := sb.Delete(k); err != nil {
-				return DropReport{}, err
+				return wire.TelemetryDropped{}, err
 			}
 		}
 	}
-	r := DropReport{FromSeq: first, ToSeq: last}
+	r := wire.TelemetryDropped{FromSeq: first, ToSeq: last}
 	for s := first; s <= last; s++ {
 		e, ok, err := w.remove(Telemetry, b, s)
 		if err != nil {
@@ -114,7 +105,7 @@ func (w *wtx) enforceCap() error {
 }
 
 // mergeRun extends the thing's last run when r continues it.
-func mergeRun(runs []*dropRun, thing string, r DropReport) []*dropRun {
+func mergeRun(runs []*dropRun, thing string, r wire.TelemetryDropped) []*dropRun {
 	for i := len(runs) - 1; i >= 0; i-- {
 		if runs[i].thing == thing {
 			if runs[i].ToSeq+1 == r.FromSeq {
@@ -128,7 +119,7 @@ func mergeRun(runs []*dropRun, thing string, r DropReport) []*dropRun {
 			break
 		}
 	}
-	return append(runs, &dropRun{DropReport: r, thing: thing})
+	return append(runs, &dropRun{TelemetryDropped: r, thing: thing})
 }
 
 // report writes one bowl.telemetry_dropped event per run.
@@ -138,7 +129,7 @@ func (w *wtx) report(runs []*dropRun, reason string) error {
 			continue
 		}
 		r.Reason = reason
-		data, err := json.Marshal(r.DropReport)
+		data, err := wire.Encode(r.TelemetryDropped)
 		if err != nil {
 			return err
 		}
@@ -153,7 +144,7 @@ func (w *wtx) report(runs []*dropRun, reason string) error {
 			return err
 		}
 		w.o.log.Warn("dropped telemetry", "thing", r.thing, "from_seq", r.FromSeq, "to_seq", r.ToSeq, "count", r.Count, "reason", reason)
-		w.drops = append(w.drops, dropNote{Telemetry, r.thing, r.Count, reason})
+		w.drops = append(w.drops, dropNote{Telemetry, r.thing, int(r.Count), reason})
 	}
 	return nil
 }

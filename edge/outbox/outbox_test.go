@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/internal/testkit"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.LevelInfo) }
@@ -160,12 +162,12 @@ func TestDiskCapDropsOldestTelemetryAndReportsRange(t *testing.T) {
 		t.Fatalf("telemetry records %d dropped %d; want 80 and 20", s.Telemetry.Records, s.Telemetry.Dropped)
 	}
 	ev, _ := o.Events(ctx, "bowl-a", 0, 10)
-	var dropped []DropReport
+	var dropped []wire.TelemetryDropped
 	for _, e := range ev {
 		if e.Type != DroppedType {
 			t.Fatalf("event type %q; want %q", e.Type, DroppedType)
 		}
-		var r DropReport
+		var r wire.TelemetryDropped
 		if err := json.Unmarshal(e.Data, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -173,8 +175,8 @@ func TestDiskCapDropsOldestTelemetryAndReportsRange(t *testing.T) {
 	}
 	total := 0
 	for _, r := range dropped {
-		total += r.Count
-		if r.Reason != ReasonDiskCap || int(r.ToSeq-r.FromSeq+1) != r.Count {
+		total += int(r.Count)
+		if r.Reason != ReasonDiskCap || r.ToSeq-r.FromSeq+1 != r.Count {
 			t.Fatalf("report %+v: want reason disk_cap and count = to-from+1", r)
 		}
 	}
@@ -224,7 +226,7 @@ func TestSealedBatchDroppedWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev, _ := o.Events(ctx, "bowl-a", 0, 10)
-	var r DropReport
+	var r wire.TelemetryDropped
 	if len(ev) != 1 || json.Unmarshal(ev[0].Data, &r) != nil || r.FromSeq != 1 || r.ToSeq != 8 || r.Count != 8 {
 		t.Fatalf("drop events %+v (%+v); want one report of 1..8", ev, r)
 	}
@@ -245,7 +247,7 @@ func TestTTLExpiresTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev, _ := o.Events(ctx, "bowl-a", 0, 10)
-	var r DropReport
+	var r wire.TelemetryDropped
 	if len(ev) != 1 || json.Unmarshal(ev[0].Data, &r) != nil || r.FromSeq != 1 || r.ToSeq != 5 || r.Reason != ReasonTTL {
 		t.Fatalf("ttl drop = %+v; want 1..5 reason ttl", r)
 	}

@@ -10,15 +10,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/bowline-iot/bowline/edge/forward"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // serve starts an endpoint reporting a broker URL with a password and a
 // token; it returns the bound address.
 func serve(t *testing.T, hosts []string) string {
 	t.Helper()
-	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: prometheus.NewRegistry(), Hosts: hosts, Report: func(context.Context) (Report, error) {
-		return Report{Tenant: "t1", MQTT: forward.Status{Broker: "ssl://bowl:hunter2secret@broker.example:8883/?token=tok-abc123"}}, nil
+	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: prometheus.NewRegistry(), Hosts: hosts, Report: func(context.Context) (wire.GatewayStatus, error) {
+		return wire.GatewayStatus{Tenant: "t1", MQTT: wire.MQTTStatus{Broker: "ssl://bowl:hunter2secret@broker.example:8883/?token=tok-abc123"}}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // DefaultAddr is the loopback address the endpoint listens on by default.
@@ -23,7 +25,7 @@ type Config struct {
 	// endpoint has no authentication.
 	Addr string
 	// Report produces the /status document. Required.
-	Report func(ctx context.Context) (Report, error)
+	Report func(ctx context.Context) (wire.GatewayStatus, error)
 	// Hosts are names besides localhost and loopback addresses that
 	// requests may carry in Host (a gateway's own name, when an operator
 	// opens the endpoint on purpose). Any other Host is refused with 421:

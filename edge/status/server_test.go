@@ -11,8 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/outbox"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -32,8 +33,8 @@ func TestEndpoints(t *testing.T) {
 	m.ForwardHooks().Connection(true)
 	m.ForwardHooks().PubackTimeout(outbox.Events)
 	now := time.Now()
-	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: reg, Report: func(context.Context) (Report, error) {
-		return Report{Tenant: "t1", Lanes: LaneReports{Events: LaneFrom(outbox.LaneStats{Records: 3, Oldest: now.Add(-time.Minute)}, now)}}, nil
+	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: reg, Report: func(context.Context) (wire.GatewayStatus, error) {
+		return wire.GatewayStatus{Tenant: "t1", Lanes: wire.LanesStatus{Events: LaneFrom(outbox.LaneStats{Records: 3, Oldest: now.Add(-time.Minute)}, now)}}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("/healthz = %d %q; want 200 \"ok\\n\"", code, body)
 	}
 	code, body := get(t, base+"/status")
-	var rep Report
+	var rep wire.GatewayStatus
 	if err := json.Unmarshal([]byte(body), &rep); code != 200 || err != nil {
 		t.Fatalf("/status = %d %s (%v); want 200 and a JSON report", code, body, err)
 	}
@@ -67,7 +68,7 @@ func TestEndpoints(t *testing.T) {
 func TestDiskFromReportsTheBudget(t *testing.T) {
 	d := DiskFrom("/data/outbox.db", outbox.Stats{FileBytes: 3 << 20, FreeBytes: 4096, MaxBytes: 256 << 20,
 		Budget: outbox.Budget{FileFreeBytes: 4096, FSFreeBytes: 1 << 20, EffectiveMaxBytes: 2 << 20, DiskLimited: true}})
-	want := Disk{Path: "/data/outbox.db", FileBytes: 3 << 20, FileFreeBytes: 4096, FSFreeBytes: 1 << 20,
+	want := wire.DiskStatus{Path: "/data/outbox.db", FileBytes: 3 << 20, FileFreeBytes: 4096, FSFreeBytes: 1 << 20,
 		CapBytes: 256 << 20, EffectiveMaxBytes: 2 << 20, DiskLimited: true}
 	if d != want {
 		t.Fatalf("DiskFrom = %+v; want %+v", d, want)
@@ -88,7 +89,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "report") {
 		t.Fatalf("Validate(empty) = %v; want an error naming report", err)
 	}
-	if err := (Config{Addr: "nonsense", Report: func(context.Context) (Report, error) { return Report{}, nil }}).Validate(); err == nil || !strings.Contains(err.Error(), "addr") {
+	if err := (Config{Addr: "nonsense", Report: func(context.Context) (wire.GatewayStatus, error) { return wire.GatewayStatus{}, nil }}).Validate(); err == nil || !strings.Contains(err.Error(), "addr") {
 		t.Fatalf("Validate(bad addr) = %v; want an error naming addr", err)
 	}
 }
@@ -96,10 +97,10 @@ func TestConfigValidate(t *testing.T) {
 func TestAcksFromReportsUnacknowledged(t *testing.T) {
 	now := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	last := now.Add(-5 * time.Minute)
-	a := AcksFrom(outbox.LaneStats{Records: 120, Oldest: now.Add(-20 * time.Minute)}, forward.TelemetryStatus{
+	a := AcksFrom(outbox.LaneStats{Records: 120, Oldest: now.Add(-20 * time.Minute)}, wire.TelemetryStatus{
 		Wire: "v2", UnackedSent: 60, OldestUnackedSent: now.Add(-12 * time.Minute), LastAck: last, AcksApplied: 3, AcksIgnored: 1, AckedSamples: 900,
 	}, now)
-	want := Acks{Wire: "v2", UnackedSamples: 120, OldestUnackedAgeSeconds: 1200, UnackedSentSamples: 60, OldestUnackedSentAgeSeconds: 720, LastAck: last, AcksApplied: 3, AcksIgnored: 1, AckedSamples: 900}
+	want := wire.AcksStatus{Wire: "v2", UnackedSamples: 120, OldestUnackedAgeSeconds: 1200, UnackedSentSamples: 60, OldestUnackedSentAgeSeconds: 720, LastAck: last, AcksApplied: 3, AcksIgnored: 1, AckedSamples: 900}
 	if a != want {
 		t.Fatalf("AcksFrom = %+v; want %+v", a, want)
 	}

@@ -5,12 +5,14 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 // WriteText prints r for a person (`bowline-edge status`): counts with
 // units, ages as durations, bytes in KiB/MiB/GiB; now dates the ages of
 // the absolute times in r.
-func (r Report) WriteText(w io.Writer, now time.Time) error {
+func WriteText(w io.Writer, r wire.GatewayStatus, now time.Time) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gateway %s (tenant %s), up %s\n", r.Gateway, r.Tenant, roundAge(r.Uptime))
 	m := r.MQTT
@@ -28,7 +30,7 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 	b.WriteString("\n")
 	for _, l := range []struct {
 		name string
-		lane Lane
+		lane wire.LaneStatus
 	}{{"events", r.Lanes.Events}, {"telemetry", r.Lanes.Telemetry}} {
 		fmt.Fprintf(&b, "%-10s %d waiting (%s)", l.name+":", l.lane.Backlog, Bytes(l.lane.Bytes))
 		if l.lane.Backlog > 0 {

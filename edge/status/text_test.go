@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/forward"
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 func TestBytes(t *testing.T) {
@@ -22,12 +22,12 @@ func TestBytes(t *testing.T) {
 
 func TestWriteTextSaysWhatIsWrong(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	r := Report{Gateway: "gw-1", Disk: Disk{FSFreeBytes: -1, DiskLimited: true},
+	r := wire.GatewayStatus{Gateway: "gw-1", Disk: wire.DiskStatus{FSFreeBytes: -1, DiskLimited: true},
 		MQTT:  forwardDown(),
-		Acks:  Acks{Wire: "v2", UnackedSamples: 10, OldestUnackedAgeSeconds: 1800},
-		Bowls: []Bowl{{Input: "serial:/dev/ttyAMA0", LastSeen: now.Add(-2 * time.Minute), LastError: "read: EOF"}}}
+		Acks:  wire.AcksStatus{Wire: "v2", UnackedSamples: 10, OldestUnackedAgeSeconds: 1800},
+		Bowls: []wire.BowlStatus{{Input: "serial:/dev/ttyAMA0", LastSeen: now.Add(-2 * time.Minute), LastError: "read: EOF"}}}
 	var b bytes.Buffer
-	if err := r.WriteText(&b, now); err != nil {
+	if err := WriteText(&b, r, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"DISCONNECTED to", "last error: dial refused", "file system unknown free", "LOWERED",
@@ -38,7 +38,7 @@ func TestWriteTextSaysWhatIsWrong(t *testing.T) {
 	}
 }
 
-func forwardDown() (s forward.Status) {
+func forwardDown() (s wire.MQTTStatus) {
 	s.LastError = "dial refused"
 	return s
 }

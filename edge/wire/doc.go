@@ -25,8 +25,14 @@
 // message, lets ingest correct a wrong gateway clock (docs/clock.md). A
 // message is at most MaxPayload bytes.
 //
-// The event types a gateway publishes are the Type constants; their data
-// fields are the cloud catalog's (cloud/catalog) and ingest's schema.
+// The event types a gateway publishes are the Type constants, and each has
+// one data type here (MealFinished for bowl.meal_finished, ...): its json
+// tags are the data fields, its bounds are in its check. Producers at the
+// edge build these values; Decode is the one strict decoder cloud ingest
+// applies, and subscribers read a payload with DecodeAs.
+//
+// The gateway's /status document (GatewayStatus) is here too: the agent
+// (edge/status) serves it and the cloud console decodes it.
 //
 // # Golden messages
 //

@@ -13,8 +13,9 @@ const Version = 1
 // limit. It is the default of both the forwarder's and ingest's limit.
 const MaxPayload = 128 << 10
 
-// Event types a gateway publishes on its events topic. The cloud catalog
-// (cloud/catalog) declares them with their data fields.
+// Event types a gateway publishes on its events topic. Each has its data
+// type (events.go: MealFinished, ...); the cloud catalog (cloud/catalog)
+// declares them.
 const (
 	// TypeMealFinished: a pet finished a meal (edge/detect).
 	TypeMealFinished = "bowl.meal_finished"
@@ -35,8 +36,17 @@ const (
 	TypeCounterReset = "bowl.counter_reset"
 )
 
-// EventTypes lists every event type a gateway publishes.
-var EventTypes = []string{TypeMealFinished, TypeRefilled, TypeFoodLow, TypeEmpty, TypeDeviceFault, TypeTelemetryDropped, TypeCounterReset}
+// EventTypes lists every event type a gateway publishes: those with a data
+// type (Decode).
+var EventTypes = eventTypes()
+
+func eventTypes() []string {
+	out := make([]string, 0, len(deviceData))
+	for _, d := range deviceData {
+		out = append(out, d.EventType())
+	}
+	return out
+}
 
 // TelemetryMessage is the payload on a telemetry topic: a batch of one
 // thing's samples, sample i with seq Seq+i.

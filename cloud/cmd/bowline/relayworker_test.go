@@ -61,7 +61,7 @@ func relayAndWorkerDeliver(t *testing.T, bin string) {
 	start("worker", "--wait", "1s", "--lease", "5s") // durable and best-effort lanes
 
 	tenant := "e2e" + strings.ToLower(ulid.Make().String()[18:])
-	ev := enginetest.Envelope(t, tenant, "bowl.meal_finished", 1, map[string]any{"grams_eaten": 42.0})
+	ev := enginetest.Envelope(t, tenant, "bowl.meal_finished", 1, map[string]any{"grams_eaten": 42.0, "duration_s": 60.0, "started_at": time.Now().UTC().Format(time.RFC3339Nano), "pet_tag": "tag-1"})
 	if err := enginetest.PutEventRow(ctx, ddb, names.EventsTable(), ev); err != nil {
 		t.Fatal(err)
 	}

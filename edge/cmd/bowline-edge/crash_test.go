@@ -18,7 +18,6 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 
-	"github.com/bowline-iot/bowline/edge/status"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
@@ -238,7 +237,7 @@ func TestKillLoopLosesNothing(t *testing.T) {
 	t.Logf("%d messages at the broker after %d kills", len(msgs), kills)
 
 	// The final agent's status endpoint shows the drained outbox.
-	rep := waitStatus(t, statusAddr, func(r status.Report) bool {
+	rep := waitStatus(t, statusAddr, func(r wire.GatewayStatus) bool {
 		return r.MQTT.Connected && r.Lanes.Telemetry.Backlog == 0 && r.Lanes.Events.Backlog == 0
 	})
 	if rep.Tenant != "t1" || rep.Disk.FileBytes == 0 || rep.MQTT.LastPuback.IsZero() {
@@ -258,14 +257,14 @@ func freeAddr(t *testing.T) string {
 
 // waitStatus polls GET /status until cond holds; the deadline is a hang
 // guard.
-func waitStatus(t *testing.T, addr string, cond func(status.Report) bool) status.Report {
+func waitStatus(t *testing.T, addr string, cond func(wire.GatewayStatus) bool) wire.GatewayStatus {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	var last status.Report
+	var last wire.GatewayStatus
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/status")
 		if err == nil {
-			var r status.Report
+			var r wire.GatewayStatus
 			err = json.NewDecoder(resp.Body).Decode(&r)
 			resp.Body.Close()
 			if err == nil {

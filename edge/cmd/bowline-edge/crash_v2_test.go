@@ -16,7 +16,6 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 
-	"github.com/bowline-iot/bowline/edge/status"
 	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
 	"github.com/bowline-iot/bowline/internal/mqttbroker"
@@ -222,7 +221,7 @@ func TestKillLoopLosesNothingV2(t *testing.T) {
 	for _, b := range bowls {
 		t.Logf("%s: %d samples, MCU acked through %d", b.id, b.total(), b.mcu.Stats().AckedThrough)
 	}
-	rep := waitStatus(t, statusAddr, func(r status.Report) bool {
+	rep := waitStatus(t, statusAddr, func(r wire.GatewayStatus) bool {
 		return r.Lanes.Telemetry.Backlog == 0 && r.Lanes.Events.Backlog == 0 && r.Acks.AcksApplied > 0
 	})
 	cloud.read()

@@ -63,5 +63,5 @@ func statusCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		_, err = stdout.Write(raw)
 		return err
 	}
-	return rep.WriteText(stdout, time.Now())
+	return status.WriteText(stdout, rep, time.Now())
 }

@@ -7,20 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bowline-iot/bowline/edge/forward"
 	"github.com/bowline-iot/bowline/edge/status"
+
+	"github.com/bowline-iot/bowline/edge/wire"
 )
 
 func TestStatusCommand(t *testing.T) {
-	rep := status.Report{Tenant: "t1", Gateway: "gw-1", Uptime: 90 * time.Minute,
-		Lanes: status.LaneReports{Events: status.Lane{Backlog: 3, Bytes: 1536, OldestAgeSeconds: 60}},
-		Disk: status.Disk{Path: "/data/outbox.db", FileBytes: 3 << 20, FileFreeBytes: 4096, FSFreeBytes: 5 << 30,
+	rep := wire.GatewayStatus{Tenant: "t1", Gateway: "gw-1", Uptime: 90 * time.Minute,
+		Lanes: wire.LanesStatus{Events: wire.LaneStatus{Backlog: 3, Bytes: 1536, OldestAgeSeconds: 60}},
+		Disk: wire.DiskStatus{Path: "/data/outbox.db", FileBytes: 3 << 20, FileFreeBytes: 4096, FSFreeBytes: 5 << 30,
 			CapBytes: 256 << 20, EffectiveMaxBytes: 256 << 20},
-		MQTT:  forward.Status{Connected: true, Broker: "tcp://127.0.0.1:1883", Published: 42, Acked: 40, InFlight: 2, Connects: 1},
-		Bowls: []status.Bowl{{Input: "unix:/run/bowl.sock", Device: "bowl-1", Connected: true}},
+		MQTT:  wire.MQTTStatus{Connected: true, Broker: "tcp://127.0.0.1:1883", Published: 42, Acked: 40, InFlight: 2, Connects: 1},
+		Bowls: []wire.BowlStatus{{Input: "unix:/run/bowl.sock", Device: "bowl-1", Connected: true}},
 	}
 	srv, err := status.Listen(status.Config{Addr: "127.0.0.1:0", Logger: discardLogger(),
-		Report: func(context.Context) (status.Report, error) { return rep, nil }})
+		Report: func(context.Context) (wire.GatewayStatus, error) { return rep, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 
 	code, out = runAgent(t, "status", "--addr", srv.Addr(), "--json")
-	var got status.Report
+	var got wire.GatewayStatus
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Disk.FSFreeBytes != 5<<30 || got.Gateway != "gw-1" {
 		t.Fatalf("status --json: exit %d, %v\n%s\nwant the document", code, err, out)
 	}
