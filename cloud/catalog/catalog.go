@@ -3,7 +3,6 @@ package catalog
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/bowline-iot/bowline/edge/wire"
@@ -70,31 +69,20 @@ type declaration struct {
 	name string
 	// payload is a zero value of the event's payload type; the type's
 	// Fields are derived from it (FieldsOf).
-	payload any
-	// fields lists the payload's fields by hand, only for a device type
-	// whose payload type is not yet in edge/wire (marked TODO); plugging
-	// one in replaces the fields with payload: wire.<Type>{}.
-	fields      []string
+	payload     any
 	description string
 }
 
 // declarations are Bowline's event types but the row.* record changes,
 // whose payload is the engine's (Rows).
 var declarations = []declaration{
-	{name: TypeMealFinished, description: "a pet finished a meal",
-		fields: []string{"grams_eaten", "duration_s", "started_at", "pet_tag"}}, // TODO(issue 24): payload from edge/wire
-	{name: TypeRefilled, description: "the bowl was refilled",
-		fields: []string{"grams_added", "level_g"}}, // TODO(issue 24): payload from edge/wire
-	{name: TypeFoodLow, description: "food fell below the threshold",
-		fields: []string{"level_g", "threshold_g"}}, // TODO(issue 24): payload from edge/wire
-	{name: TypeEmpty, description: "the bowl is empty",
-		fields: nil}, // TODO(issue 24): payload from edge/wire
-	{name: TypeDeviceFault, description: "the bowl reported a fault",
-		fields: []string{"code", "detail"}}, // TODO(issue 24): payload from edge/wire
-	{name: TypeTelemetryDropped, description: "the gateway dropped unsent telemetry (disk cap or TTL)",
-		fields: []string{"from_seq", "to_seq", "count", "from", "to", "reason"}}, // TODO(issue 24): payload from edge/wire
-	{name: TypeCounterReset, description: "the bowl's MCU restarted its sequence counter (new boot epoch); the new readings are kept",
-		fields: []string{"old_epoch", "new_epoch", "last_seq", "first_seq"}}, // TODO(issue 24): payload from edge/wire
+	{name: TypeMealFinished, payload: MealFinished{}, description: "a pet finished a meal"},
+	{name: TypeRefilled, payload: Refilled{}, description: "the bowl was refilled"},
+	{name: TypeFoodLow, payload: FoodLow{}, description: "food fell below the threshold"},
+	{name: TypeEmpty, payload: Empty{}, description: "the bowl is empty"},
+	{name: TypeDeviceFault, payload: DeviceFault{}, description: "the bowl reported a fault"},
+	{name: TypeTelemetryDropped, payload: TelemetryDropped{}, description: "the gateway dropped unsent telemetry (disk cap or TTL)"},
+	{name: TypeCounterReset, payload: CounterReset{}, description: "the bowl's MCU restarted its sequence counter (new boot epoch); the new readings are kept"},
 	{name: TypeDataGap, payload: DataGap{}, description: "a range of a thing's sequence numbers never arrived within the grace period: lane events from ingest, lane telemetry from the telemetry consumer (cloud/durable)"},
 	{name: TypeOrderCreated, payload: OrderCreated{}, description: "an order was placed"},
 	{name: TypePaymentCompleted, payload: PaymentCompleted{}, description: "an order was paid"},
@@ -131,10 +119,7 @@ func Bowline() engine.Catalog {
 		},
 	}
 	for _, d := range declarations {
-		fields := slices.Clone(d.fields)
-		if d.payload != nil {
-			fields = FieldNames(FieldsOf(reflect.TypeOf(d.payload)))
-		}
+		fields := FieldNames(FieldsOf(reflect.TypeOf(d.payload)))
 		c.Types = append(c.Types, engine.EventType{Name: d.name, Fields: fields, Description: d.description})
 	}
 	rows := Rows()

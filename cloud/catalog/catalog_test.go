@@ -118,21 +118,14 @@ func TestMoneyInItsCurrency(t *testing.T) {
 // Every declared type has a payload type, so its Fields are derived and its
 // producers and consumers share one Go type. Exempt: the row.* record
 // changes, whose payload is the engine's images of an app-table row
-// (catalog.Rows), and the device types until their payload types plug in
-// from edge/wire.
+// (catalog.Rows).
 func TestEveryTypeHasAPayloadType(t *testing.T) {
-	// TODO(issue 24): empty once the device types' payloads come from edge/wire.
-	pendingWire := wire.EventTypes
 	for _, typ := range catalog.Bowline().Types {
 		_, ok := catalog.PayloadType(typ.Name)
 		switch {
 		case strings.HasPrefix(typ.Name, "row."):
 			if ok || len(typ.Fields) != 0 {
 				t.Errorf("%s: payload type %t, fields %v; want neither (the engine's row images)", typ.Name, ok, typ.Fields)
-			}
-		case slices.Contains(pendingWire, typ.Name):
-			if ok {
-				t.Errorf("%s has a payload type now; remove it from pendingWire", typ.Name)
 			}
 		case !ok:
 			t.Errorf("%s declares no payload type; give its declaration a payload", typ.Name)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/gowebpki/jcs"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
 
@@ -30,6 +32,17 @@ var chained = []struct {
 	// ingest's events-lane gap has no outbox; the consumer's always has one.
 	{"gap from ingest", catalog.TypeDataGap, `{"from_seq":10,"lane":"events","missing_since":"2026-03-09T07:00:00.123456789Z","thing":"gw-1:a","to_seq":19}`},
 	{"gap from the consumer", catalog.TypeDataGap, `{"from_seq":11,"lane":"telemetry","missing_since":"2026-03-09T07:01:00Z","outbox":"v1","thing":"gw-1:a","to_seq":19}`},
+	// Device events: the gateway's data and what ingest adds (eventPayload).
+	{"meal", catalog.TypeMealFinished, `{"device_at":"2026-03-09T07:00:00.5Z","device_event_id":"gw-1:a:meal:42.0","device_seq":42,"duration_s":312.5,"grams_eaten":41.2,"pet_tag":"p1","started_at":"2026-03-09T06:55:00Z","thing":"gw-1:a"}`},
+	{"meal, clock corrected", catalog.TypeMealFinished, `{"clock_fix":"ahead","clock_skew_ms":3600000,"device_at":"2026-03-09T07:00:00Z","device_event_id":"gw-1:a:meal:43.0","device_seq":43,"duration_s":0,"grams_eaten":0,"pet_tag":"","started_at":"2026-03-09T06:59:00Z","thing":"gw-1:a"}`},
+	{"refill", catalog.TypeRefilled, `{"device_at":"2026-03-09T07:00:00Z","device_event_id":"e1","device_seq":7,"grams_added":250,"level_g":-1.5,"thing":"gw-1:a"}`},
+	{"food low", catalog.TypeFoodLow, `{"device_at":"2026-03-09T07:00:00Z","device_event_id":"e2","device_seq":8,"level_g":40,"thing":"gw-1:a","threshold_g":50}`},
+	{"empty", catalog.TypeEmpty, `{"device_at":"2026-03-09T07:00:00Z","device_event_id":"e3","device_seq":9,"level_g":0.4,"thing":"gw-1:a"}`},
+	{"empty, no level", catalog.TypeEmpty, `{"device_at":"2026-03-09T07:00:00Z","device_event_id":"e4","device_seq":10,"thing":"gw-1:a"}`},
+	{"fault, numbered", catalog.TypeDeviceFault, `{"code":3,"detail":"load cell saturated","device_at":"2026-03-09T07:00:00Z","device_event_id":"e5","device_seq":11,"thing":"gw-1:a"}`},
+	{"fault, named", catalog.TypeDeviceFault, `{"code":"ring_overflow","detail":"","device_at":"2026-03-09T07:00:00Z","device_event_id":"e6","device_seq":12,"thing":"gw-1:a"}`},
+	{"dropped", catalog.TypeTelemetryDropped, `{"count":120,"device_at":"2026-03-09T07:00:00Z","device_event_id":"e7","device_seq":13,"from":"2026-03-08T07:00:00Z","from_seq":100,"reason":"disk_cap","thing":"gw-1:a","to":"2026-03-08T07:02:00Z","to_seq":219}`},
+	{"counter reset", catalog.TypeCounterReset, `{"device_at":"2026-03-09T07:00:00Z","device_event_id":"e8","device_seq":14,"first_seq":0,"last_seq":99871,"new_epoch":4,"old_epoch":3,"thing":"gw-1:a"}`},
 	{"completeness", catalog.TypeCompletenessStated, `{"day":"2026-03-09","digest":"ab12","things":{"gw-1:a":{"assigned":1440,"digest":"cd34","dropped":{"disk_cap":3},"dropped_total":3,"duplicates":2,"durable":1430,"missing":7,"ring_refused":0},"gw-1:b":{"assigned":0,"digest":"ef56","dropped":{},"dropped_total":0,"duplicates":0,"durable":0,"missing":0,"partial":true,"ring_refused":0}}}`},
 }
 
@@ -125,4 +138,31 @@ func canon(t *testing.T, b []byte) string {
 		t.Fatalf("canonicalise %s: %v", b, err)
 	}
 	return string(c)
+}
+
+// A device payload is its edge/wire data and catalog.Ingested side by side.
+// encoding/json silently drops a field both embedded structs name, so the
+// two field sets must stay disjoint, for every device type.
+func TestDevicePayloadFields(t *testing.T) {
+	added := catalog.FieldNames(catalog.FieldsOf(reflect.TypeFor[catalog.Ingested]()))
+	for _, typ := range wire.EventTypes {
+		data, ok := wire.DataOf(typ)
+		if !ok {
+			t.Fatalf("wire.DataOf(%q) = false; want its data type", typ)
+		}
+		pt, ok := catalog.PayloadType(typ)
+		if !ok {
+			t.Errorf("%s has no payload type in the catalog", typ)
+			continue
+		}
+		own := catalog.FieldNames(catalog.FieldsOf(reflect.TypeOf(data)))
+		for _, f := range own {
+			if slices.Contains(added, f) {
+				t.Errorf("%s: the gateway's field %q is also one ingest adds (catalog.Ingested)", typ, f)
+			}
+		}
+		if got, want := catalog.FieldNames(catalog.FieldsOf(pt)), append(slices.Clone(own), added...); !slices.Equal(got, want) {
+			t.Errorf("%s: payload fields %v; want the wire data's then ingest's %v", typ, got, want)
+		}
+	}
 }

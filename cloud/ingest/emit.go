@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -52,13 +51,19 @@ func eventPayload(ev wire.EventMessage, fix ClockFix) (map[string]any, error) {
 	if p == nil {
 		p = map[string]any{}
 	}
-	p["thing"] = ev.Thing
-	p["device_event_id"] = ev.ID
-	p["device_seq"] = ev.Seq
-	p["device_at"] = ev.At.UTC().Format(time.RFC3339Nano)
+	added := catalog.Ingested{Thing: ev.Thing, DeviceEventID: ev.ID, DeviceSeq: ev.Seq, DeviceAt: ev.At.UTC()}
 	if fix.Reason != "" {
-		p["clock_fix"] = fix.Reason
-		p["clock_skew_ms"] = fix.Skew.Milliseconds()
+		skew := fix.Skew.Milliseconds()
+		added.ClockFix, added.ClockSkewMS = fix.Reason, &skew
+	}
+	// The data's own fields are edge/wire's and the added ones catalog's:
+	// the two field sets are disjoint (catalog.TestDevicePayloadFields).
+	b, err := json.Marshal(added)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

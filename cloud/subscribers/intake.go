@@ -109,7 +109,7 @@ func (s *Set) addMeal(ctx context.Context, env engine.Envelope, pet, day string,
 			if err != nil {
 				return fmt.Errorf("record intake of pet %q on %s with %s: %w", pet, day, catalog.TypeAppetiteDropped, err)
 			}
-			s.log.Info("appetite dropped", "tenant", env.Tenant, "pet", pet, "day", drop["day"], "grams", drop["grams"], "average_g", drop["average_g"])
+			s.log.Info("appetite dropped", "tenant", env.Tenant, "pet", pet, "day", drop.Day, "grams", drop.Grams, "average_g", drop.AverageG)
 			return nil
 		}
 	}
@@ -131,14 +131,14 @@ func (s *Set) addMeal(ctx context.Context, env engine.Envelope, pet, day string,
 // appetiteDrop judges the day before day: it must be exactly yesterday and
 // under half the average of the (at most seven, at least MinHistoryDays)
 // days before it. rows are the days before day, oldest first.
-func (s *Set) appetiteDrop(pet, day string, rows []dayRow) (map[string]any, bool) {
+func (s *Set) appetiteDrop(pet, day string, rows []dayRow) (catalog.AppetiteDropped, bool) {
 	if len(rows) == 0 {
-		return nil, false
+		return catalog.AppetiteDropped{}, false
 	}
 	d, _ := time.Parse(dayLayout, day)
 	prev := rows[len(rows)-1]
 	if prev.day != d.AddDate(0, 0, -1).Format(dayLayout) {
-		return nil, false
+		return catalog.AppetiteDropped{}, false
 	}
 	cut := d.AddDate(0, 0, -1-historyDays).Format(dayLayout)
 	var sum float64
@@ -150,15 +150,15 @@ func (s *Set) appetiteDrop(pet, day string, rows []dayRow) (map[string]any, bool
 		}
 	}
 	if n < s.cfg.MinHistoryDays || n == 0 {
-		return nil, false
+		return catalog.AppetiteDropped{}, false
 	}
 	avg := sum / float64(n)
 	if prev.grams >= avg/2 {
-		return nil, false
+		return catalog.AppetiteDropped{}, false
 	}
-	return map[string]any{
-		"pet_tag": pet, "day": prev.day, "grams": prev.grams,
-		"average_g": math.Round(avg*10) / 10, "days": n,
+	return catalog.AppetiteDropped{
+		PetTag: pet, Day: prev.day, Grams: prev.grams,
+		AverageG: math.Round(avg*10) / 10, Days: n,
 	}, true
 }
 
