@@ -31,6 +31,8 @@ var chained = []struct {
 	{"gap from ingest", catalog.TypeDataGap, `{"from_seq":10,"lane":"events","missing_since":"2026-03-09T07:00:00.123456789Z","thing":"gw-1:a","to_seq":19}`},
 	{"gap from the consumer", catalog.TypeDataGap, `{"from_seq":11,"lane":"telemetry","missing_since":"2026-03-09T07:01:00Z","outbox":"v1","thing":"gw-1:a","to_seq":19}`},
 	{"completeness", catalog.TypeCompletenessStated, `{"day":"2026-03-09","digest":"ab12","things":{"gw-1:a":{"assigned":1440,"digest":"cd34","dropped":{"disk_cap":3},"dropped_total":3,"duplicates":2,"durable":1430,"missing":7,"ring_refused":0},"gw-1:b":{"assigned":0,"digest":"ef56","dropped":{},"dropped_total":0,"duplicates":0,"durable":0,"missing":0,"partial":true,"ring_refused":0}}}`},
+	// Part k of n of a day too large for one event.
+	{"completeness, part", catalog.TypeCompletenessStated, `{"day":"2026-03-09","digest":"ab12","part":2,"parts":3,"things":{"gw-9:a":{"assigned":10,"digest":"cd34","dropped":{},"dropped_total":0,"duplicates":0,"durable":10,"missing":0,"ring_refused":0}}}`},
 }
 
 // A payload in a chain decodes into its type, strictly, and encodes to the
