@@ -259,16 +259,24 @@ func printAnchored(w io.Writer, tenant string, r completeness.Result, asJSON boo
 		return enc.Encode(out)
 	}
 	if r.Already {
-		_, err := fmt.Fprintf(w, "already stated: tenant %s, %s (%d parts, digest %s); nothing written\n", tenant, r.Statement.Day, r.Parts, r.Statement.Digest)
+		_, err := fmt.Fprintf(w, "already stated: tenant %s, %s (%s, digest %s); nothing written\n", tenant, r.Statement.Day, nOf(r.Parts, "part"), r.Statement.Digest)
 		return err
 	}
 	ids := make([]string, 0, len(r.Emitted))
 	for _, e := range r.Emitted {
 		ids = append(ids, fmt.Sprintf("%s (seq %d)", e.ID, e.Seq))
 	}
-	_, err := fmt.Fprintf(w, "stated: tenant %s, %s UTC (bowl clock), %d bowls in %d parts, digest %s: events %s\n",
-		tenant, r.Statement.Day, len(r.Statement.Things), r.Parts, r.Statement.Digest, strings.Join(ids, ", "))
+	_, err := fmt.Fprintf(w, "stated: tenant %s, %s UTC (bowl clock), %s in %s, digest %s: %s\n",
+		tenant, r.Statement.Day, nOf(len(r.Statement.Things), "bowl"), nOf(r.Parts, "event"), r.Statement.Digest, strings.Join(ids, ", "))
 	return err
+}
+
+// nOf writes n and the noun, plural unless n is 1.
+func nOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // parseDay reads --day (YYYY-MM-DD, a UTC day), or returns def when the

@@ -166,7 +166,7 @@ func TestCompletenessCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := day.Add(-24 * time.Hour).Format(time.DateOnly)
-	for _, w := range []string{"already stated: tenant " + tnt + ", " + dayArg, "stated: tenant " + tnt + ", " + before + " UTC (bowl clock), 1 bowls in 1 parts"} {
+	for _, w := range []string{"already stated: tenant " + tnt + ", " + dayArg, "stated: tenant " + tnt + ", " + before + " UTC (bowl clock), 1 bowl in 1 event"} {
 		if !strings.Contains(job, w) {
 			t.Errorf("anchor --all --days 2 said %q; want a line with %q", job, w)
 		}
