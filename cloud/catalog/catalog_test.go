@@ -154,7 +154,7 @@ func TestFieldsAreDerivedFromThePayloadType(t *testing.T) {
 		catalog.TypePaymentRefused:     "order_id payment_id webhook_id reason amount_cents currency order_amount_cents order_currency",
 		catalog.TypeAppetiteDropped:    "pet_tag day grams average_g days",
 		catalog.TypeDataGap:            "thing lane outbox from_seq to_seq missing_since",
-		catalog.TypeCompletenessStated: "day things digest",
+		catalog.TypeCompletenessStated: "day things digest part parts",
 	} {
 		i := slices.IndexFunc(catalog.Bowline().Types, func(e engine.EventType) bool { return e.Name == typ })
 		if i < 0 {

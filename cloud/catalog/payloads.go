@@ -98,8 +98,13 @@ type CompletenessStated struct {
 	// Things holds each bowl's counts, by thing name.
 	Things map[string]ThingCounts `json:"things"`
 	// Digest is SHA-256 over the things' digests, sorted by thing
-	// ("<thing>:<digest>\n" each).
+	// ("<thing>:<digest>\n" each): the whole day's, in every part.
 	Digest string `json:"digest"`
+	// Part and Parts number a day too large for one event (more than
+	// about 800 bowls): part Part of Parts, each with its own bowls.
+	// Absent for a day stated in one event.
+	Part  int `json:"part,omitempty"`
+	Parts int `json:"parts,omitempty"`
 }
 
 // ThingCounts is one bowl's line of a stated day: durable.Statement's

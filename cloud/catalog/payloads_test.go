@@ -44,6 +44,8 @@ var chained = []struct {
 	{"dropped", catalog.TypeTelemetryDropped, `{"count":120,"device_at":"2026-03-09T07:00:00Z","device_event_id":"e7","device_seq":13,"from":"2026-03-08T07:00:00Z","from_seq":100,"reason":"disk_cap","thing":"gw-1:a","to":"2026-03-08T07:02:00Z","to_seq":219}`},
 	{"counter reset", catalog.TypeCounterReset, `{"device_at":"2026-03-09T07:00:00Z","device_event_id":"e8","device_seq":14,"first_seq":0,"last_seq":99871,"new_epoch":4,"old_epoch":3,"thing":"gw-1:a"}`},
 	{"completeness", catalog.TypeCompletenessStated, `{"day":"2026-03-09","digest":"ab12","things":{"gw-1:a":{"assigned":1440,"digest":"cd34","dropped":{"disk_cap":3},"dropped_total":3,"duplicates":2,"durable":1430,"missing":7,"ring_refused":0},"gw-1:b":{"assigned":0,"digest":"ef56","dropped":{},"dropped_total":0,"duplicates":0,"durable":0,"missing":0,"partial":true,"ring_refused":0}}}`},
+	// Part k of n of a day too large for one event.
+	{"completeness, part", catalog.TypeCompletenessStated, `{"day":"2026-03-09","digest":"ab12","part":2,"parts":3,"things":{"gw-9:a":{"assigned":10,"digest":"cd34","dropped":{},"dropped_total":0,"duplicates":0,"durable":10,"missing":0,"ring_refused":0}}}`},
 }
 
 // A payload in a chain decodes into its type, strictly, and encodes to the

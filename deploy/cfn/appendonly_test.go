@@ -44,7 +44,7 @@ func TestEventLogWritesOnlyInTransactions(t *testing.T) {
 		{"batch write", "dynamodb:BatchWriteItem", ev, false},
 		{"PartiQL insert", "dynamodb:PartiQLInsert", ev, false},
 	}
-	for _, role := range []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole", "EventsPipeRole", "AnchorRole", "OperatorRole"} {
+	for _, role := range []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole", "EventsPipeRole", "AnchorRole", "OperatorRole", "CompletenessRole"} {
 		p, err := tpl.RolePolicy(role, env)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestEventLogWritesOnlyInTransactions(t *testing.T) {
 		}
 	}
 	// Emit's own transaction still goes through for every task role.
-	for _, role := range []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole"} {
+	for _, role := range []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole", "CompletenessRole"} {
 		p, err := tpl.RolePolicy(role, env)
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +157,7 @@ func TestNoEventTableWriteOutsideATransaction(t *testing.T) {
 		t.Fatalf("%d look-alike keys; the issue names 16 shapes", len(lookAlikeEventKeys))
 	}
 	keys := append([]string{engine.EventPK("t1"), engine.HeadPK("t1")}, lookAlikeEventKeys...)
-	roles := []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole", "OperatorRole", "ConsumerRole", "AnchorRole", "EventsPipeRole"}
+	roles := []string{"IngestRole", "WorkerTaskRole", "ApiTaskRole", "OperatorRole", "ConsumerRole", "AnchorRole", "EventsPipeRole", "CompletenessRole"}
 	for _, role := range roles {
 		p, err := tpl.RolePolicy(role, env)
 		if err != nil {

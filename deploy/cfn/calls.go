@@ -49,6 +49,10 @@ var BowlineParts = map[string]PartRoles{
 	"verify-chain":         {Roles: []string{"OperatorRole"}},
 	"rule-errors":          {Roles: []string{"OperatorRole"}},
 	"anchor":               {Roles: []string{"AnchorRole"}},
+	// `bowline completeness anchor`, the daily job (cloud/cmd/bowline's
+	// anchorPart); `bowline completeness --thing` is an operator's read.
+	"completeness-anchor": {Roles: []string{"CompletenessRole"}},
+	"completeness":        {Roles: []string{"OperatorRole"}},
 	// In AWS the topic rules' Kinesis and SQS actions run as
 	// TelemetryRuleRole with kinesis:PutRecord; the stand-in batches with
 	// PutRecords and resolves the queue URL (TestRulesMatchSpec keeps the

@@ -60,6 +60,10 @@ func TestRolesWriteOnlyTheirOwnKeys(t *testing.T) {
 	add("OperatorRole", "dynamodb:UpdateItem", "InboxTable", true, "IDEMP#e:s")
 	add("OperatorRole", "dynamodb:UpdateItem", "InboxTable", false, "PAYMENT#p1", "APIKEY#t1#k")
 	add("OperatorRole", "dynamodb:PutItem", "InboxTable", false, "PAYMENT#p1", "IDEMP#e:s")
+	add("OperatorRole", "dynamodb:GetItem", "AppTable", true, "DEVICE#gw-1:a")
+	add("OperatorRole", "dynamodb:GetItem", "AppTable", false, "CONTACT#t1", "ORDER#o-1")
+	add("OperatorRole", "dynamodb:Query", "TelemetryStateTable", true, "ROLLUP#gw-1:a")
+	add("OperatorRole", "dynamodb:Query", "TelemetryStateTable", false, "GW#t1#gw-1")
 	// anchor
 	add("AnchorRole", "dynamodb:PutItem", "AnchorsTable", true, "ANCHOR#t1", "TENANTS")
 	add("AnchorRole", "dynamodb:PutItem", "AnchorsTable", false, "X#t1")
@@ -150,6 +154,7 @@ func TestExecutionRolePullsAndLogsOnlyThisStack(t *testing.T) {
 		{"logs:PutLogEvents", logs("/bowline/prod/worker"), true},
 		{"logs:PutLogEvents", logs("/bowline/prod/ingest"), false},
 		{"logs:CreateLogStream", logs("/bowline/prod/anchor"), true},
+		{"logs:PutLogEvents", logs("/bowline/prod/completeness"), true},
 		{"logs:PutLogEvents", logs("/bowline/staging/ingest"), false},
 		{"logs:PutLogEvents", logs("/aws/lambda/other"), false},
 		{"secretsmanager:GetSecretValue", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api", true},

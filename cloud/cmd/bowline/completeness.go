@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
@@ -36,7 +38,7 @@ func completenessCmd(ctx context.Context, args []string, stdout io.Writer) error
 	}
 	fs := cli.NewFlags("bowline completeness", completenessSummary,
 		"bowline completeness --thing T [--day YYYY-MM-DD] [--json]\n"+
-			"bowline completeness anchor --tenant T [--day YYYY-MM-DD] [--thing X ...] [--json]\n\n"+
+			"bowline completeness anchor (--tenant T ... | --all) [--day YYYY-MM-DD] [--days N] [--thing X ...] [--json]\n\n"+
 			"States what became of a bowl's samples on one UTC day of the bowl's (gateway's)\n"+
 			"clock: the seqs the gateway assigned (each one a sample it acknowledged to the MCU),\n"+
 			"those durable in the telemetry stream, those the gateway dropped unsent and why\n"+
@@ -46,8 +48,8 @@ func completenessCmd(ctx context.Context, args []string, stdout io.Writer) error
 			"older days read as empty. Exit status 2 for a thing not in the device registry.\n"+
 			"`anchor` states a tenant's day (default: yesterday, UTC) for every bowl its event log\n"+
 			"names and every --thing, and emits it into the tenant's hash chain as\n"+
-			"audit.completeness_stated, once per tenant and day; run it daily, after the day's\n"+
-			"rollups are written (an hour after midnight on the bowls' clock is enough).\n"+
+			"audit.completeness_stated, once per tenant and day; the stack runs it daily for\n"+
+			"--all at 01:00 UTC, after the day's rollups are written (`anchor --help`).\n"+
 			"docs/completeness.md has the rules.")
 	thing := fs.String("thing", "", "the bowl (thing) to account for (required)")
 	dayFlag := fs.String("day", "", "the UTC day on the bowl's clock, YYYY-MM-DD (default: today's UTC date on this machine's clock)")
@@ -125,41 +127,72 @@ func printStatement(w io.Writer, tenant string, st durable.Statement) {
 	fmt.Fprintf(w, "  digest %s\n", st.Digest())
 }
 
-// completenessAnchorCmd runs `bowline completeness anchor --tenant T [--day D]
-// [--thing X ...] [--json]`.
+// anchorPart is the part `bowline completeness anchor` records its AWS
+// calls under (docs/iam.md): the daily job's role, CompletenessRole, not
+// the operator's `bowline completeness` reads.
+const anchorPart = "completeness-anchor"
+
+// maxCatchUpDays bounds --days: a rollup row lives durable.RollupTTL (3
+// days) after its window, so at the job's hour the day before yesterday
+// is still whole and the day before it has begun to expire.
+const maxCatchUpDays = 2
+
+// completenessAnchorCmd runs `bowline completeness anchor (--tenant T ... |
+// --all) [--day D] [--days N] [--thing X ...] [--json]`.
 func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := cli.NewFlags("bowline completeness anchor", "state a tenant's day of telemetry in its hash chain",
-		"bowline completeness anchor --tenant T [--day YYYY-MM-DD] [--thing X ...] [--json]\n\n"+
-			"Emits audit.completeness_stated for the tenant and day: per bowl the counts of\n"+
+		"bowline completeness anchor (--tenant T ... | --all) [--day YYYY-MM-DD] [--days N] [--thing X ...] [--json]\n\n"+
+			"Emits audit.completeness_stated for each tenant and day: per bowl the counts of\n"+
 			"`bowline completeness` and a digest, with the idempotency key\n"+
-			"completeness/<tenant>/<day>, so a second run writes nothing and says so.\n"+
-			"Exit status 2 for a tenant with no chain.")
-	tenant := fs.String("tenant", "", "the tenant whose day to state (required)")
-	dayFlag := fs.String("day", "", "the UTC day on the bowls' clock, YYYY-MM-DD (default: yesterday's UTC date on this machine's clock)")
+			"completeness/<tenant>/<day>, so a day already stated is skipped and says so.\n"+
+			"A day of more bowls than one event holds (about 800) is stated in parts,\n"+
+			"part k of n each with the whole day's digest. --days 2 also states the day\n"+
+			"before --day if a missed run left it unstated (the daily job runs so).\n"+
+			"A tenant that fails is logged at level=ERROR and the others go on; the exit\n"+
+			"status is then 1. Exit status 2 for a tenant with no chain.\n"+
+			"docs/completeness.md has the rules.")
+	var tenants multi
+	fs.Var(&tenants, "tenant", "a tenant whose day to state (repeatable; or --all)")
+	all := fs.Bool("all", false, "every tenant with a chain head")
+	dayFlag := fs.String("day", "", "the last UTC day to state on the bowls' clock, YYYY-MM-DD (default: yesterday's UTC date on this machine's clock)")
+	days := fs.Int("days", 1, fmt.Sprintf("how many days to state, ending at --day: 1 to %d (days already stated are skipped)", maxCatchUpDays))
 	var things multi
-	fs.Var(&things, "thing", "a bowl to state even if its tenant's log names none of its events (repeatable)")
-	asJSON := fs.Bool("json", false, "print the statement as JSON")
+	fs.Var(&things, "thing", "a bowl to state even if its tenant's log names none of its events (repeatable; with one --tenant)")
+	asJSON := fs.Bool("json", false, "print each tenant's day as JSON")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {
 	case fs.NArg() > 0:
 		return fmt.Errorf("%w: unexpected argument %q", cli.ErrUsage, fs.Arg(0))
-	case *tenant == "":
-		return fmt.Errorf("%w: --tenant is required", cli.ErrUsage)
-	case !engine.ValidTenant(*tenant):
-		return fmt.Errorf("%w: --tenant %q: not a valid tenant name", cli.ErrUsage, *tenant)
+	case len(tenants) == 0 && !*all:
+		return fmt.Errorf("%w: --tenant or --all is required", cli.ErrUsage)
+	case len(tenants) > 0 && *all:
+		return fmt.Errorf("%w: --tenant and --all exclude each other", cli.ErrUsage)
+	case len(things) > 0 && len(tenants) != 1:
+		return fmt.Errorf("%w: --thing needs exactly one --tenant", cli.ErrUsage)
+	case *days < 1 || *days > maxCatchUpDays:
+		return fmt.Errorf("%w: --days %d: want 1 to %d (older days' rollups have begun to expire)", cli.ErrUsage, *days, maxCatchUpDays)
 	}
 	for _, th := range things {
 		if err := wire.CheckName("--thing", th); err != nil {
 			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	day, err := parseDay(*dayFlag, time.Now().UTC().Truncate(24*time.Hour).Add(-24*time.Hour))
+	last, err := parseDay(*dayFlag, time.Now().UTC().Truncate(24*time.Hour).Add(-24*time.Hour))
 	if err != nil {
 		return err
 	}
-	stack, err := openApp(ctx, nil, nil)
+	var span []time.Time
+	for i := *days - 1; i >= 0; i-- {
+		span = append(span, last.Add(-time.Duration(i)*24*time.Hour))
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	stack, err := app.FromEnv(ctx, anchorPart, log, nil)
+	var ce *app.ConfigError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -169,31 +202,81 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(heads, *tenant) {
-		return unknownTenantError(ctx, verifier, stack.Names.Stack, []string{*tenant})
+	if *all {
+		tenants = heads
+	} else if unknown := slices.DeleteFunc(slices.Clone(tenants), func(t string) bool { return slices.Contains(heads, t) }); len(unknown) > 0 {
+		return unknownTenantError(ctx, verifier, stack.Names.Stack, unknown)
 	}
 	tables := completeness.Tables{Telemetry: stack.Names.TelemetryTable(), Events: stack.Names.EventsTable()}
-	st, env, err := completeness.Anchor(ctx, stack.DynamoDB, tables, stack.Engine, *tenant, things, day)
-	var dup *engine.DuplicateError
-	switch {
-	case errors.As(err, &dup):
-		fmt.Fprintf(stdout, "already stated: tenant %s, %s is event %s; nothing written\n", *tenant, st.Day, dup.EventID)
-		return nil
-	case err != nil:
+	var failed []string
+	var stated, already int
+	for _, tn := range tenants {
+		rs, err := completeness.Anchor(ctx, stack.DynamoDB, tables, stack.Engine, tn, things, span)
+		for _, r := range rs {
+			if r.Already {
+				already++
+			} else {
+				stated++
+			}
+			if err := printAnchored(stdout, tn, r, *asJSON); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			log.Error("completeness anchor failed", "tenant", tn, "err", err)
+			failed = append(failed, tn)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d tenants not stated: %s (see the errors above)", len(failed), len(tenants), listSome(failed, 20))
+	}
+	// The job's heartbeat (deploy/cloudformation/bowline.yaml,
+	// CompletenessNotRunAlarm): logged only when every tenant is stated.
+	log.Info("completeness_anchored", "tenants", len(tenants), "days", len(span), "stated", stated, "already", already)
+	return nil
+}
+
+// printAnchored writes what Anchor did for one tenant's day.
+func printAnchored(w io.Writer, tenant string, r completeness.Result, asJSON bool) error {
+	if asJSON {
+		out := struct {
+			Tenant  string `json:"tenant"`
+			Already bool   `json:"already_stated,omitempty"`
+			Event   string `json:"event_id,omitempty"`
+			Seq     uint64 `json:"seq,omitempty"`
+			Events  int    `json:"events_written"`
+			catalog.CompletenessStated
+		}{Tenant: tenant, Already: r.Already, Events: len(r.Emitted), CompletenessStated: r.Statement}
+		out.Parts = r.Parts
+		if len(r.Emitted) > 0 {
+			out.Event, out.Seq = r.Emitted[0].ID, r.Emitted[0].Seq
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if r.Already {
+		_, err := fmt.Fprintf(w, "already stated: tenant %s, %s (%s, digest %s); nothing written\n", tenant, r.Statement.Day, nOf(r.Parts, "part"), r.Statement.Digest)
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Tenant string `json:"tenant"`
-			Event  string `json:"event_id"`
-			Seq    uint64 `json:"seq"`
-			catalog.CompletenessStated
-		}{*tenant, env.ID, env.Seq, st})
+	ids := make([]string, 0, len(r.Emitted))
+	for _, e := range r.Emitted {
+		ids = append(ids, fmt.Sprintf("%s (seq %d)", e.ID, e.Seq))
 	}
-	fmt.Fprintf(stdout, "stated: tenant %s, %s UTC (bowl clock), %d bowls, digest %s: event %s, seq %d\n", *tenant, st.Day, len(st.Things), st.Digest, env.ID, env.Seq)
-	return nil
+	_, err := fmt.Fprintf(w, "stated: tenant %s, %s UTC (bowl clock), %s in %s, digest %s: %s\n",
+		tenant, r.Statement.Day, nOf(len(r.Statement.Things), "bowl"), nOf(r.Parts, "event"), r.Statement.Digest, strings.Join(ids, ", "))
+	return err
+}
+
+// nOf writes n and the noun, plural unless n is 1.
+func nOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // parseDay reads --day (YYYY-MM-DD, a UTC day), or returns def when the

@@ -17,6 +17,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
@@ -29,11 +30,15 @@ import (
 // TestCompletenessCommand runs `bowline completeness` as a process on
 // DynamoDB Local after a real consumer rolled up a day of one bowl with a
 // range the gateway dropped (reported through `bowline emit`), a hole and
-// a resend: the statement's counts are exact.
+// a resend: the statement's counts are exact. The daily job's form
+// (--all --days 2) skips the stated day and states the missed one before
+// it. The commands' AWS calls are checked against CompletenessRole and
+// OperatorRole (docs/iam.md).
 func TestCompletenessCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the bowline binary")
 	}
+	iamtest.Record(t)
 	bin := bowlineBin(t)
 	names := freshStack(t)
 	ctx := enginetest.Ctx(t)
@@ -154,6 +159,20 @@ func TestCompletenessCommand(t *testing.T) {
 	again, err := runBin("completeness", "anchor", "--tenant", tnt, "--day", dayArg)
 	if err != nil || !strings.Contains(again, "already stated") {
 		t.Fatalf("second anchor said %q, %v; want \"already stated\"", again, err)
+	}
+	// The daily job: yesterday is stated, the day before was missed.
+	job, err := runBin("completeness", "anchor", "--all", "--days", "2", "--day", dayArg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := day.Add(-24 * time.Hour).Format(time.DateOnly)
+	for _, w := range []string{"already stated: tenant " + tnt + ", " + dayArg, "stated: tenant " + tnt + ", " + before + " UTC (bowl clock), 1 bowl in 1 event"} {
+		if !strings.Contains(job, w) {
+			t.Errorf("anchor --all --days 2 said %q; want a line with %q", job, w)
+		}
+	}
+	if rep, err := engine.NewVerifier(db, names.EventsTable(), 100).VerifyChain(ctx, tnt); err != nil || !rep.Intact || rep.HeadSeq != 3 {
+		t.Fatalf("chain after the catch-up: %+v, %v; want intact with head seq 3", rep, err)
 	}
 	if _, err := runBin("completeness", "anchor", "--tenant", "nosuch-"+randHex(4)); err == nil {
 		t.Error("anchor of an unknown tenant succeeded; want exit 2")
