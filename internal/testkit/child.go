@@ -162,6 +162,23 @@ func (c *Child) Wait(ctx context.Context) error {
 	return fmt.Errorf("%s (pid %d) still running, killed: %w", c.name, c.Pid(), context.Cause(ctx))
 }
 
+// Stop sends sig to the child and waits up to grace for it to exit, then
+// kills its group: Wait's answer. It works in a cleanup too, where the
+// test's context has already ended.
+func (c *Child) Stop(sig os.Signal, grace time.Duration) error {
+	if err := c.Signal(sig); err != nil {
+		select {
+		case <-c.done: // it had exited already
+			return c.err
+		default:
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return c.Wait(ctx)
+}
+
 // Lines delivers every line of a child started by StartChildLines, in
 // order and without the newline; it is closed after the child exited
 // and its last line was read. It is nil for StartChild.

@@ -117,10 +117,7 @@ func TestChildLinesAndExitCode(t *testing.T) {
 func TestChildSignalReportsHowItExited(t *testing.T) {
 	c := helper(t, "sleep")
 	pidLine(t, c, "pid")
-	if err := c.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	err := c.Wait(t.Context())
+	err := c.Stop(syscall.SIGTERM, time.Minute)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || testkit.ExitCode(err) != -1 || !strings.Contains(err.Error(), "terminated") {
 		t.Errorf("Wait after SIGTERM = %v (code %d); want an exit by signal: terminated", err, testkit.ExitCode(err))
