@@ -102,9 +102,12 @@ func startChild(t testing.TB, name string, cmd *exec.Cmd, lines *lineQueue) *Chi
 			logOut.flush()
 		}
 		if lines != nil {
-			lines.close()
+			lines.flush() // a last line with no newline
 		}
 		close(c.done)
+		if lines != nil {
+			lines.close() // Lines ends after Exited: Err is set by then
+		}
 	}()
 	t.Cleanup(func() {
 		killGroup(cmd.Process)
@@ -180,8 +183,8 @@ func (c *Child) Stop(sig os.Signal, grace time.Duration) error {
 }
 
 // Lines delivers every line of a child started by StartChildLines, in
-// order and without the newline; it is closed after the child exited
-// and its last line was read. It is nil for StartChild.
+// order and without the newline; it is closed after the last line, once
+// Exited is closed. It is nil for StartChild.
 func (c *Child) Lines() <-chan string {
 	if c.lines == nil {
 		return nil
@@ -195,6 +198,16 @@ func (c *Child) Lines() <-chan string {
 func RunChild(ctx context.Context, t testing.TB, name string, cmd *exec.Cmd) error {
 	t.Helper()
 	return StartChild(t, name, cmd).Wait(ctx)
+}
+
+// ChildOutput is RunChild returning what the child wrote to stdout, like
+// cmd.Output; its stderr goes to the test's output unless cmd sets it.
+func ChildOutput(ctx context.Context, t testing.TB, name string, cmd *exec.Cmd) ([]byte, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := RunChild(ctx, t, name, cmd)
+	return out.Bytes(), err
 }
 
 // ExitCode is the exit status in err, as returned by Wait, Err or
@@ -302,9 +315,8 @@ func (q *lineQueue) signal() {
 	}
 }
 
-// close flushes a last partial line and ends out after the queue drains.
+// close ends out once the queue has drained.
 func (q *lineQueue) close() {
-	q.flush()
 	q.qmu.Lock()
 	q.closed = true
 	q.qmu.Unlock()

@@ -114,6 +114,15 @@ func TestChildLinesAndExitCode(t *testing.T) {
 	}
 }
 
+func TestChildOutputIsStdout(t *testing.T) {
+	cmd := testkit.TestBinary("-test.run=^TestChildHelper$")
+	cmd.Env = append(os.Environ(), childModeEnv+"=lines")
+	out, err := testkit.ChildOutput(t.Context(), t, "lines", cmd)
+	if string(out) != "one\ntwo\nthree" || testkit.ExitCode(err) != 3 {
+		t.Errorf("ChildOutput = %q, %v; want the three lines and exit 3", out, err)
+	}
+}
+
 func TestChildSignalReportsHowItExited(t *testing.T) {
 	c := helper(t, "sleep")
 	pidLine(t, c, "pid")
