@@ -94,6 +94,9 @@ func startChild(t testing.TB, name string, cmd *exec.Cmd, lines *lineQueue) *Chi
 	}
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
+		if lines != nil {
+			lines.stop()
+		}
 		t.Fatalf("start %s (%s): %v", name, cmd.Path, err)
 	}
 	go func() {
@@ -160,6 +163,11 @@ func (c *Child) Wait(ctx context.Context) error {
 		return c.err
 	case <-ctx.Done():
 	}
+	select {
+	case <-c.done: // it exited as ctx ended
+		return c.err
+	default:
+	}
 	c.Kill()
 	<-c.done
 	return fmt.Errorf("%s (pid %d) still running, killed: %w", c.name, c.Pid(), context.Cause(ctx))
@@ -212,7 +220,7 @@ func ChildOutput(ctx context.Context, t testing.TB, name string, cmd *exec.Cmd) 
 
 // ExitCode is the exit status in err, as returned by Wait, Err or
 // RunChild: 0 for nil, -1 for a child ended by a signal, and -2 for an
-// error that is no exit (a context that ended, a failed start).
+// error that is no exit (a context that ended before the child did).
 func ExitCode(err error) int {
 	if err == nil {
 		return 0
