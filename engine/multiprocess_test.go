@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // Environment of a re-executed emitter process.
@@ -47,19 +47,18 @@ func TestManyProcessesOneTenant(t *testing.T) {
 		results []emitResult
 		wg      sync.WaitGroup
 	)
+	ctx := testkit.Context(t)
 	for p := 0; p < procs; p++ {
 		count := total / procs
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd := testkit.TestBinary("-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"="+tenant, childCountEnv+"="+strconv.Itoa(count), childWorkersEnv+"="+strconv.Itoa(workers))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start emitter %d: %v", p, err)
-		}
+		child := testkit.StartChild(t, fmt.Sprintf("emitter %d", p), cmd)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := cmd.Wait()
+			err := child.Wait(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

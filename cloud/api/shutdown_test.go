@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // childEnv makes the test binary run childMain: the API as its own OS
@@ -67,34 +67,24 @@ func childMain() int {
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	lstest.Stack(t)
 	tenant, token := "tg-"+randHex(4), "tok-"+randHex(8)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testkit.TestBinary("-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1", api.TokensEnv+"="+token+"="+tenant, api.WebhookSecretEnv+"=whsec-"+randHex(8))
 	cmd.Stderr = t.Output()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	child := testkit.StartChildLines(t, "api", cmd)
+	var first string
+	select {
+	case l, ok := <-child.Lines():
+		if !ok {
+			t.Fatalf("child printed no address: %v", child.Err())
+		}
+		first = l
+	case <-testkit.Context(t).Done():
+		t.Fatal("child printed no address before the test's deadline")
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() {
-		go func() { exited <- cmd.Wait() }()
-		t.Fatalf("child printed no address")
-	}
-	addr, ok := strings.CutPrefix(lines.Text(), "listening ")
+	addr, ok := strings.CutPrefix(first, "listening ")
 	if !ok {
-		t.Fatalf("child said %q; want listening <addr>", lines.Text())
+		t.Fatalf("child said %q; want listening <addr>", first)
 	}
-	go func() {
-		_, _ = io.Copy(io.Discard, out)
-		exited <- cmd.Wait()
-	}()
 	base := "http://" + addr
 
 	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != 200 {
@@ -128,7 +118,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	if _, err := pw.Write([]byte(orderBody[:half])); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := child.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// Shutdown has begun once the listener refuses connections.
@@ -159,8 +149,8 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 		t.Fatal("order in flight never answered")
 	}
 	select {
-	case err := <-exited:
-		exited <- err // for the cleanup
+	case <-child.Exited():
+		err := child.Err()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) || err != nil {
 			t.Errorf("api process exit = %v; want status 0", err)

@@ -1,7 +1,6 @@
 package dev_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -24,10 +23,9 @@ import (
 
 // devProc is `bowline dev --json` running as a process.
 type devProc struct {
-	cmd    *exec.Cmd
-	lines  chan string // stdout
+	child  *testkit.Child
+	lines  <-chan string // stdout
 	stderr *lockedBuffer
-	exited chan error
 	rep    dev.Report
 }
 
@@ -59,27 +57,12 @@ func startDev(t *testing.T) *devProc {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/bowline").CombinedOutput(); err != nil {
 		t.Fatalf("go build bowline: %v\n%s", err, out)
 	}
-	p := &devProc{stderr: &lockedBuffer{}, lines: make(chan string, 16), exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "dev", "--json", "--bowls", "2", "--every", "1s", "--speed", "60", "--data-dir", filepath.Join(dir, "data"))
-	p.cmd.Env = append(os.Environ(), "BOWLINE_API_ADDR=127.0.0.1:0", "BOWLINE_STACK=p"+randHex(4), "BOWLINE_API_TOKENS=", "BOWLINE_WEBHOOK_SECRET=", "BOWLINE_OPS_TOKEN=")
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = io.MultiWriter(t.Output(), p.stderr)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start bowline dev: %v", err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-		p.exited <- p.cmd.Wait()
-	}()
-	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	p := &devProc{stderr: &lockedBuffer{}}
+	cmd := exec.Command(bin, "dev", "--json", "--bowls", "2", "--every", "1s", "--speed", "60", "--data-dir", filepath.Join(dir, "data"))
+	cmd.Env = append(os.Environ(), "BOWLINE_API_ADDR=127.0.0.1:0", "BOWLINE_STACK=p"+randHex(4), "BOWLINE_API_TOKENS=", "BOWLINE_WEBHOOK_SECRET=", "BOWLINE_OPS_TOKEN=")
+	cmd.Stderr = io.MultiWriter(t.Output(), p.stderr)
+	p.child = testkit.StartChildLines(t, "bowline dev", cmd)
+	p.lines = p.child.Lines()
 	if l := p.next(t, "report"); json.Unmarshal([]byte(l), &p.rep) != nil || p.rep.API.URL == "" || len(p.rep.EmulatorPids) == 0 {
 		t.Fatalf("first line %q; want the JSON report with the API URL and the emulator pids", l)
 	}
@@ -91,7 +74,7 @@ func (p *devProc) next(t *testing.T, what string) string {
 	select {
 	case l, ok := <-p.lines:
 		if !ok {
-			t.Fatalf("bowline dev ended before %s: %v", what, <-p.exited)
+			t.Fatalf("bowline dev ended before %s: %v", what, p.child.Err())
 		}
 		return l
 	case <-time.After(3 * time.Minute): // hang guard
@@ -107,8 +90,8 @@ func (p *devProc) wait(t *testing.T) (last string, err error) {
 		last = l
 	}
 	select {
-	case err = <-p.exited:
-		return last, err
+	case <-p.child.Exited():
+		return last, p.child.Err()
 	case <-time.After(2 * time.Minute): // hang guard
 		t.Fatal("bowline dev did not exit")
 	}
@@ -147,7 +130,7 @@ func TestDevProcessStopsCleanly(t *testing.T) {
 			t.Errorf("GET %s lacks %s", rep.API.MetricsURL, m)
 		}
 	}
-	children := descendants(p.cmd.Process.Pid)
+	children := descendants(p.child.Pid())
 	for _, pid := range rep.EmulatorPids {
 		if !children[pid] {
 			t.Errorf("emulator pid %d is not a child of bowline dev (children %v)", pid, children)
@@ -155,7 +138,7 @@ func TestDevProcessStopsCleanly(t *testing.T) {
 	}
 
 	stopAt := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := p.child.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	last, err := p.wait(t)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bowline-iot/bowline/cloud/eventsource"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // lambdaChildEnv makes the test binary run as a Lambda function.
@@ -91,17 +91,9 @@ func TestLambdaRuntimeGetsBatchItemFailures(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	bin, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin)
+	cmd := testkit.TestBinary()
 	cmd.Env = append(os.Environ(), lambdaChildEnv+"=1", eventsource.RuntimeAPIEnv+"="+strings.TrimPrefix(srv.URL, "http://"))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	testkit.StartChild(t, "lambda", cmd) // killed at cleanup
 	select {
 	case <-gotAll:
 	case <-time.After(30 * time.Second):

@@ -1,13 +1,11 @@
 package ingest_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -29,6 +27,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // The test binary re-executed with deployChildEnv set is one events
@@ -83,8 +82,7 @@ func deployChild() int {
 
 // consumerProc is one consumer child process.
 type consumerProc struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
+	child  *testkit.Child
 	stderr *bytes.Buffer
 	mu     *sync.Mutex
 }
@@ -92,50 +90,31 @@ type consumerProc struct {
 // startConsumer starts a consumer child on stream and waits until it runs.
 func startConsumer(t *testing.T, stream string) *consumerProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testkit.TestBinary("-test.run=^$")
 	cmd.Env = append(os.Environ(), lstest.Stack(t).Env()...)
 	cmd.Env = append(cmd.Env, "BOWLINE_STACK="+lstest.Names(t).Stack, deployChildEnv+"=1", deployStreamEnv+"="+stream)
-	p := &consumerProc{cmd: cmd, exited: make(chan struct{}), stderr: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	p := &consumerProc{stderr: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stderr = lockedWriter{p.mu, p.stderr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start consumer %s: %v", os.Args[0], err)
-	}
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		ok := false
-		for sc.Scan() {
-			if sc.Text() == deployReadyLine && !ok {
-				ok = true
-				ready <- true
+	p.child = testkit.StartChildLines(t, "consumer", cmd)
+	hang := time.After(hangGuard)
+	for {
+		select {
+		case l, ok := <-p.child.Lines():
+			if !ok {
+				p.wait()
+				t.Fatalf("consumer exited before it ran; stderr:\n%s", p.log())
 			}
+			if l == deployReadyLine {
+				return p
+			}
+		case <-hang:
+			t.Fatalf("consumer never ran; stderr:\n%s", p.log())
 		}
-		if !ok {
-			ready <- false
-		}
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.signal(syscall.SIGKILL); p.wait() })
-	select {
-	case ok := <-ready:
-		if !ok {
-			p.wait()
-			t.Fatalf("consumer exited before it ran; stderr:\n%s", p.log())
-		}
-	case <-time.After(hangGuard):
-		t.Fatalf("consumer never ran; stderr:\n%s", p.log())
 	}
-	return p
 }
 
-func (p *consumerProc) signal(s syscall.Signal) { _ = p.cmd.Process.Signal(s) }
-func (p *consumerProc) wait()                   { <-p.exited }
+func (p *consumerProc) signal(s syscall.Signal) { _ = p.child.Signal(s) }
+func (p *consumerProc) wait()                   { <-p.child.Exited() }
 func (p *consumerProc) log() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

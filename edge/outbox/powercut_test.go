@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -118,9 +117,8 @@ func TestPowerCutHelper(t *testing.T) {
 
 // pcChild is a running helper.
 type pcChild struct {
-	cmd   *exec.Cmd
-	lines chan string
-	done  chan struct{}
+	child *testkit.Child
+	lines <-chan string
 	acked map[string]bool
 	have  map[string]bool
 	info  []string
@@ -128,25 +126,11 @@ type pcChild struct {
 
 func startHelper(t *testing.T, path string, env ...string) *pcChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPowerCutHelper$", "-test.count=1")
+	cmd := testkit.TestBinary("-test.run=^TestPowerCutHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), append([]string{pcHelperEnv + "=" + path}, env...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = testWriter{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &pcChild{cmd: cmd, lines: make(chan string, 1024), done: make(chan struct{}), acked: map[string]bool{}, have: map[string]bool{}}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	return c
+	child := testkit.StartChildLines(t, "helper", cmd)
+	return &pcChild{child: child, lines: child.Lines(), acked: map[string]bool{}, have: map[string]bool{}}
 }
 
 type testWriter struct{ t *testing.T }
@@ -191,8 +175,8 @@ func (c *pcChild) take(t *testing.T, line string) {
 // kill SIGKILLs the child and collects every line it printed first: an
 // ack already written to the pipe reached the "MCU".
 func (c *pcChild) kill(t *testing.T) {
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
+	c.child.Kill()
+	_ = c.child.Wait(testkit.Context(t))
 	for line := range c.lines {
 		c.take(t, line)
 	}
@@ -200,7 +184,7 @@ func (c *pcChild) kill(t *testing.T) {
 
 func (c *pcChild) wait(t *testing.T) {
 	c.readUntil(t, "exit", func() bool { return false })
-	if err := c.cmd.Wait(); err != nil {
+	if err := c.child.Wait(testkit.Context(t)); err != nil {
 		t.Fatalf("helper: %v (%s)", err, strings.Join(c.info, "; "))
 	}
 }

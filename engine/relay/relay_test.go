@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,14 +195,10 @@ func TestRelayCrashLosesNothing(t *testing.T) {
 	tenant := "t" + strings.ToLower(ulid.Make().String())
 	pipe := "events-crash-" + ulid.Make().String()
 
-	start := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
+	start := func() *testkit.Child {
+		cmd := testkit.TestBinary("-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+f.queue, childPipeEnv+"="+pipe, childDLQEnv+"="+f.dlq)
-		cmd.Stderr = t.Output()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return testkit.StartChild(t, "relay", cmd)
 	}
 	want := f.writeEvents(ctx, t, tenant, 0, 60)
 	first := start()
@@ -211,18 +206,17 @@ func TestRelayCrashLosesNothing(t *testing.T) {
 	more := f.writeEvents(ctx, t, tenant, 60, 60)
 	seen := map[string]int{}
 	f.drainInto(ctx, t, tenant, seen, func(seen map[string]int) bool { return len(seen) >= 20 })
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = first.Wait()
+	_ = first.Wait(ctx)
 	for id := range more {
 		want[id] = true
 	}
 	for id := range f.writeEvents(ctx, t, tenant, 120, 30) {
 		want[id] = true
 	}
-	second := start()
-	t.Cleanup(func() { _ = second.Process.Signal(syscall.SIGKILL); _ = second.Wait() })
+	start() // killed at cleanup
 	f.drainInto(ctx, t, tenant, seen, all(want))
 	for id := range seen {
 		if !want[id] {

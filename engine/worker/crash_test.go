@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // The worker child: the test binary re-executed as a real worker process.
@@ -93,21 +93,16 @@ func runChild() int {
 // startChild starts this test binary as a worker process (see the child
 // env vars) on h's queues, recording handler runs in the file runs; the
 // process is killed and reaped at cleanup.
-func startChild(t *testing.T, h *harness, runs, id string, block bool) *exec.Cmd {
+func startChild(t *testing.T, h *harness, runs, id string, block bool) *testkit.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testkit.TestBinary("-test.run=^$")
 	b := "0"
 	if block {
 		b = "1"
 	}
 	cmd.Env = append(os.Environ(), childEnv+"=1", childQueueEnv+"="+h.q.URL, childDLQEnv+"="+h.q.DLQURL,
 		childRunsEnv+"="+runs, childBlockEnv+"="+b, childIDEnv+"="+id)
-	cmd.Stderr = t.Output()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-	return cmd
+	return testkit.StartChild(t, id, cmd)
 }
 
 // countRuns counts the handler runs recorded in the file runs whose line
@@ -123,7 +118,7 @@ func countRuns(runs, prefix string) int {
 func TestCrashBetweenClaimAndComplete(t *testing.T) {
 	h := newHarness(t, 3*time.Second, 5)
 	runs := t.TempDir() + "/runs"
-	start := func(id string, block bool) *exec.Cmd { return startChild(t, h, runs, id, block) }
+	start := func(id string, block bool) *testkit.Child { return startChild(t, h, runs, id, block) }
 	count := func(prefix string) int { return countRuns(runs, prefix) }
 	env := testEnvelope(t, h.tenant)
 	h.send(env)
@@ -132,10 +127,10 @@ func TestCrashBetweenClaimAndComplete(t *testing.T) {
 	if r := h.row(env.ID, "book_shipment"); r.Status != inbox.Pending || r.Worker != "worker-a" {
 		t.Fatalf("row while A runs = %+v; want pending, claimed by worker-a", r)
 	}
-	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := a.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = a.Wait()
+	_ = a.Wait(h.ctx)
 	start("worker-b", false)
 	h.waitFor("worker B to complete", func() bool { return h.row(env.ID, "book_shipment").Status == inbox.Completed })
 	h.waitFor("queue drained", func() bool { return h.depth(h.q.URL) == 0 })
@@ -159,16 +154,16 @@ func TestLeaseTakeoverWorkerProcess(t *testing.T) {
 	runs := t.TempDir() + "/runs"
 	env := testEnvelope(t, h.tenant)
 	h.send(env)
-	mk := func(id string, block bool) *exec.Cmd { return startChild(t, h, runs, id, block) }
+	mk := func(id string, block bool) *testkit.Child { return startChild(t, h, runs, id, block) }
 	count := func(prefix string) int { return countRuns(runs, prefix) }
 	a := mk("worker-a", true)
 	h.waitFor("worker A to start the handler", func() bool { return count("start ") == 1 })
-	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	mk("worker-b", false)
 	h.waitFor("worker B to complete", func() bool { return h.row(env.ID, "book_shipment").Status == inbox.Completed })
-	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	// A wakes with an expired lease: its watchdog (or its heartbeat, which

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"syscall"
@@ -22,9 +21,9 @@ import (
 )
 
 // startGateway re-executes the test binary as a bridge process on tty.
-func startGateway(t *testing.T, tty, out string, run, stallAfter int) *exec.Cmd {
+func startGateway(t *testing.T, tty, out string, run, stallAfter int) *testkit.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testkit.TestBinary("-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelper+"=1", envTTY+"="+tty, envOut+"="+out,
 		fmt.Sprintf("%s=%d", envRun, run), fmt.Sprintf("%s=%d", envStallAfter, stallAfter))
 	logf, err := os.Create(filepath.Join(filepath.Dir(out), fmt.Sprintf("gateway-%d.log", run)))
@@ -32,19 +31,14 @@ func startGateway(t *testing.T, tty, out string, run, stallAfter int) *exec.Cmd 
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start gateway %d: %v", run, err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+	t.Cleanup(func() { // runs after the child's cleanup has reaped it
 		logf.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
 			t.Logf("gateway %d log:\n%s", run, b)
 		}
 	})
-	return cmd
+	return testkit.StartChild(t, fmt.Sprintf("gateway %d", run), cmd)
 }
 
 func readSinkFile(t *testing.T, path string) []sinkLine {
@@ -127,10 +121,10 @@ func TestGatewayRestart(t *testing.T) {
 	if ok, err := mcu.Offer(0, frame.Temperature{CentiCelsius: -1}); ok || err != nil {
 		t.Fatalf("Offer on a full ring = %v, %v; want refused", ok, err)
 	}
-	if err := gw1.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := gw1.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	gw1.Wait()
+	_ = gw1.Wait(ctx)
 	stored1 := readSinkFile(t, out)
 	acked1 := mcu.Stats().AckedThrough
 	if err := p.ReleaseExclusive(); err != nil {

@@ -33,7 +33,7 @@ func TestShortFleet(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "--gateways", "200", "--duration", "2m", "--interval", "30s", "--ack-every", "1m", "--json", "--out", "")
 	cmd.Stderr = testWriter{t}
-	out, err := cmd.Output()
+	out, err := testkit.ChildOutput(testkit.Context(t), t, "fleet bench", cmd)
 	if err != nil {
 		t.Fatalf("fleet bench: %v\n%s", err, out)
 	}

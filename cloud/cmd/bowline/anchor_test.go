@@ -20,6 +20,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/cli"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // TestAnchorCommand runs `bowline anchor` and `bowline verify-chain` as
@@ -40,11 +41,11 @@ func TestAnchorCommand(t *testing.T) {
 	env := append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	runBin := func(args ...string) (string, error) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd := exec.Command(bin, args...)
 		cmd.Env = env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
+		err := testkit.RunChild(ctx, t, "bowline "+args[0], cmd)
 		t.Logf("bowline %s: %s%s", strings.Join(args, " "), stdout.String(), stderr.String())
 		return stdout.String(), err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/cli"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // Bad replay arguments are usage errors that say what is wrong, before
@@ -85,11 +86,11 @@ func TestDeadLettersReplayIngestCommand(t *testing.T) {
 	env := append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	bowline := func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bowlineBin(t), args...)
+		cmd := exec.Command(bowlineBin(t), args...)
 		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		out, err := cmd.Output()
+		out, err := testkit.ChildOutput(ctx, t, "bowline "+args[0], cmd)
 		if err != nil {
 			t.Fatalf("bowline %s: %v: %s %s", strings.Join(args, " "), err, out, stderr.String())
 		}

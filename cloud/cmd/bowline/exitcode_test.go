@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // TestBadInputExitsTwo runs every subcommand as a process with bad input:
@@ -69,11 +70,11 @@ func TestBadInputExitsTwo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
-		cmd := exec.CommandContext(ctx, bin, tt.args...)
+		cmd := exec.Command(bin, tt.args...)
 		cmd.Env = os.Environ()
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
+		err := testkit.RunChild(ctx, t, "bowline", cmd)
 		cancel()
 		code := 0
 		var ee *exec.ExitError

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bowline-iot/bowline/internal/localstack"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // asMainEnv makes this test binary run main() instead of the tests. The
@@ -33,11 +34,7 @@ func TestMain(m *testing.M) {
 // which runs main() in every child (asMainEnv).
 func bowlineBin(t *testing.T) string {
 	t.Helper()
-	bin, err := os.Executable()
-	if err != nil {
-		t.Fatalf("test binary path: %v", err)
-	}
-	return bin
+	return testkit.TestBinary().Path
 }
 
 // freshStack provisions tables and queues under a new prefix, so that a

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,43 +30,29 @@ import (
 
 // proc is one bowline command running as an OS process.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	lines  chan string // stdout and stderr lines
-	exited chan error
+	name  string
+	child *testkit.Child
+	lines chan string // stdout and stderr lines
 }
 
 func startProc(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: args[0], cmd: exec.Command(bin, args...), lines: make(chan string, 4096), exited: make(chan error, 1)}
-	p.cmd.Env = env
-	pr, pw := io.Pipe()
-	p.cmd.Stdout, p.cmd.Stderr = pw, pw
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start bowline %s: %v", args[0], err)
-	}
+	p := &proc{name: args[0], lines: make(chan string, 4096)}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	logged := make(chan struct{})
+	t.Cleanup(func() { <-logged }) // after the child's cleanup: no t.Logf once the test is over
+	p.child = testkit.StartChildLines(t, "bowline "+args[0], cmd)
 	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			t.Logf("%s: %s", p.name, sc.Text())
+		defer close(logged)
+		for l := range p.child.Lines() {
+			t.Logf("%s: %s", p.name, l)
 			select {
-			case p.lines <- sc.Text():
+			case p.lines <- l:
 			default:
 			}
 		}
 	}()
-	go func() {
-		err := p.cmd.Wait()
-		pw.Close()
-		p.exited <- err
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-		}
-	})
 	return p
 }
 
@@ -81,9 +66,8 @@ func (p *proc) waitLine(t *testing.T, substr string) string {
 			if strings.Contains(l, substr) {
 				return l
 			}
-		case err := <-p.exited:
-			p.exited <- err
-			t.Fatalf("bowline %s exited (%v) before saying %q", p.name, err, substr)
+		case <-p.child.Exited():
+			t.Fatalf("bowline %s exited (%v) before saying %q", p.name, p.child.Err(), substr)
 		case <-hang:
 			t.Fatalf("bowline %s never said %q", p.name, substr)
 		}
@@ -93,15 +77,11 @@ func (p *proc) waitLine(t *testing.T, substr string) string {
 // stop sends SIGTERM and checks the process exits 0.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.exited:
-		p.exited <- err
-		if err != nil {
-			t.Errorf("bowline %s after SIGTERM: %v; want exit 0", p.name, err)
-		}
-	case <-time.After(60 * time.Second):
+	err := p.child.Stop(syscall.SIGTERM, 60*time.Second)
+	if errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("bowline %s did not exit after SIGTERM", p.name)
+	} else if err != nil {
+		t.Errorf("bowline %s after SIGTERM: %v; want exit 0", p.name, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // `bowline redrive --event` moves an event queued behind another of its
@@ -42,11 +43,11 @@ func TestRedriveEventBehindAnotherAndMissingIDExitsOne(t *testing.T) {
 		}
 	}
 	const missing = "01NOSUCHEVENT0000000000000"
-	cmd := exec.CommandContext(ctx, bin, "redrive", "--event", second.ID, "--event", missing)
+	cmd := exec.Command(bin, "redrive", "--event", second.ID, "--event", missing)
 	cmd.Env = append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := testkit.RunChild(ctx, t, "bowline redrive", cmd)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("bowline redrive = %v; want exit 1\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())

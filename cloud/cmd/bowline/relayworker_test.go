@@ -20,6 +20,7 @@ import (
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // relayAndWorkerDeliver: `bowline relay` and `bowline worker`
@@ -39,19 +40,9 @@ func relayAndWorkerDeliver(t *testing.T, bin string) {
 		cmd.Env = env
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		child := testkit.StartChild(t, "bowline "+args[0], cmd)
 		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
+			_ = child.Stop(syscall.SIGTERM, 20*time.Second)
 			if t.Failed() {
 				t.Logf("bowline %s output:\n%s", strings.Join(args, " "), out.String())
 			}
@@ -88,9 +79,9 @@ func relayAndWorkerDeliver(t *testing.T, bin string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	cmd := exec.CommandContext(ctx, bin, "dead-letters", "--json", "--tenant", tenant)
+	cmd := exec.Command(bin, "dead-letters", "--json", "--tenant", tenant)
 	cmd.Env = env
-	out, err := cmd.Output()
+	out, err := testkit.ChildOutput(ctx, t, "bowline dead-letters", cmd)
 	if err != nil {
 		t.Fatalf("bowline dead-letters: %v", err)
 	}

@@ -123,25 +123,25 @@ func runbookRedriveAll(t *testing.T, bin string) {
 		return status() == inbox.Dead && enginetest.Depth(ctx, t, sq, dlqURL) == 1
 	})
 	stackEnv := append(os.Environ(), resources.StackEnv+"="+names.Stack)
-	list := exec.CommandContext(ctx, bin, "dead-letters", "--tenant", tenant)
+	list := exec.Command(bin, "dead-letters", "--tenant", tenant)
 	list.Env = stackEnv
-	if out, err := list.Output(); err != nil || !strings.Contains(string(out), env.ID) || !strings.Contains(string(out), "open") ||
+	if out, err := testkit.ChildOutput(ctx, t, "bowline dead-letters", list); err != nil || !strings.Contains(string(out), env.ID) || !strings.Contains(string(out), "open") ||
 		!strings.Contains(string(out), "shopify 500") {
 		t.Errorf("bowline dead-letters --tenant %s = %q, %v; want the open letter with its error", tenant, out, err)
 	}
 	// The runbook's first step lists every tenant's letters.
-	all := exec.CommandContext(ctx, bin, "dead-letters", "--json")
+	all := exec.Command(bin, "dead-letters", "--json")
 	all.Env = stackEnv
-	if out, err := all.Output(); err != nil || !strings.Contains(string(out), env.ID) {
+	if out, err := testkit.ChildOutput(ctx, t, "bowline dead-letters", all); err != nil || !strings.Contains(string(out), env.ID) {
 		t.Errorf("bowline dead-letters --json = %q, %v; want the letter of %s", out, err, env.ID)
 	}
 	broken.Store(false)
 
-	cmd := exec.CommandContext(ctx, bin, "redrive", "--all")
+	cmd := exec.Command(bin, "redrive", "--all")
 	cmd.Env = append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := testkit.RunChild(ctx, t, "bowline redrive", cmd); err != nil {
 		t.Fatalf("bowline redrive --all: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
 	}
 	if want := "moved " + env.ID; !strings.Contains(stdout.String(), want) || !strings.Contains(stdout.String(), "released: shopify_mirror") {
@@ -157,15 +157,18 @@ func runbookRedriveAll(t *testing.T, bin string) {
 	if n := enginetest.Depth(ctx, t, sq, dlqURL); n != 0 {
 		t.Errorf("DLQ depth = %d; want 0", n)
 	}
-	list = exec.CommandContext(ctx, bin, "dead-letters", "--tenant", tenant, "--redriven")
+	list = exec.Command(bin, "dead-letters", "--tenant", tenant, "--redriven")
 	list.Env = stackEnv
-	if out, err := list.Output(); err != nil || !strings.Contains(string(out), "redriven") {
+	if out, err := testkit.ChildOutput(ctx, t, "bowline dead-letters", list); err != nil || !strings.Contains(string(out), "redriven") {
 		t.Errorf("bowline dead-letters --redriven = %q, %v; want the letter marked redriven", out, err)
 	}
 	// Usage errors name the problem and exit 2.
-	bad := exec.CommandContext(ctx, bin, "redrive")
+	bad := exec.Command(bin, "redrive")
 	bad.Env = cmd.Env
-	out, err := bad.CombinedOutput()
+	var combined bytes.Buffer
+	bad.Stdout, bad.Stderr = &combined, &combined
+	err = testkit.RunChild(ctx, t, "bowline redrive", bad)
+	out := combined.Bytes()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "--all") {
 		t.Errorf("bowline redrive (no selection) = %v, %q; want exit 2 naming --all", err, out)

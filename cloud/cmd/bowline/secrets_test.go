@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // secretEnv is every secret a bowline process may find in its environment
@@ -27,13 +30,15 @@ func runBowline(t *testing.T, extraEnv []string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // hang guard
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bowlineBin(t), args...)
+	cmd := exec.Command(bowlineBin(t), args...)
 	cmd.Env = append(os.Environ(), extraEnv...)
 	for k, v := range secretEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out, _ := cmd.CombinedOutput()
-	return string(out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_ = testkit.RunChild(ctx, t, "bowline "+args[0], cmd)
+	return out.String()
 }
 
 // TestNoSecretInHelpOrUsageErrors runs every command with --help and with
@@ -79,8 +84,11 @@ func TestKeyFlagTakesAFileOnly(t *testing.T) {
 	pem := "-----BEGIN PRIVATE KEY-----\nsEcReT-key-on-the-command-line\n-----END PRIVATE KEY-----"
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // hang guard
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bowlineBin(t), "rules", "--cert", "cert.pem", "--key", pem)
-	out, err := cmd.CombinedOutput()
+	cmd := exec.Command(bowlineBin(t), "rules", "--cert", "cert.pem", "--key", pem)
+	var combined bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &combined, &combined
+	err := testkit.RunChild(ctx, t, "bowline rules", cmd)
+	out := combined.Bytes()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("bowline rules --key <PEM text>: %v; want exit 2\n%s", err, out)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -181,30 +180,27 @@ func TestKillLoopLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	start := func() *exec.Cmd {
+	start := func() *testkit.Child {
 		cmd := agentCmd(args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start agent: %v", err)
-		}
-		return cmd
+		return testkit.StartChild(t, "agent", cmd)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	const kills = 20
 	for i := range kills {
 		cmd := start()
 		time.Sleep(time.Duration(150+rng.IntN(450)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := cmd.Signal(syscall.SIGKILL); err != nil {
 			t.Fatalf("kill %d: %v", i, err)
 		}
-		_ = cmd.Wait()
+		_ = cmd.Wait(testkit.Context(t))
 		t.Logf("kill %d: %d messages at the broker so far", i+1, len(rec.Messages()))
 	}
 	// The last agent lives; the bowls stream a little longer, then stop.
 	statusAddr := freeAddr(t)
 	args = append(args, "--status-addr", statusAddr)
 	final := start()
-	t.Cleanup(func() { final.Process.Signal(syscall.SIGTERM); final.Wait() })
+	t.Cleanup(func() { _ = final.Stop(syscall.SIGTERM, time.Minute) })
 	time.Sleep(time.Second)
 	stopStream()
 	streams.Wait()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,28 +183,25 @@ func TestKillLoopLosesNothingV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	start := func() *exec.Cmd {
+	start := func() *testkit.Child {
 		cmd := agentCmd(args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start agent: %v", err)
-		}
-		return cmd
+		return testkit.StartChild(t, "agent", cmd)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	const kills = 10
 	for i := range kills {
 		cmd := start()
 		time.Sleep(time.Duration(200+rng.IntN(600)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := cmd.Signal(syscall.SIGKILL); err != nil {
 			t.Fatalf("kill %d: %v", i, err)
 		}
-		_ = cmd.Wait()
+		_ = cmd.Wait(testkit.Context(t))
 	}
 	statusAddr := freeAddr(t)
 	args = append(args, "--status-addr", statusAddr)
 	final := start()
-	t.Cleanup(func() { final.Process.Signal(syscall.SIGTERM); final.Wait() })
+	t.Cleanup(func() { _ = final.Stop(syscall.SIGTERM, time.Minute) })
 	time.Sleep(time.Second)
 	stopStream()
 	streams.Wait()

@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/bowline-iot/bowline/edge/config"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // agentCmd returns the test binary re-executed as bowline-edge.
 func agentCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := testkit.TestBinary(args...)
 	cmd.Env = append(os.Environ(), asAgentEnv+"=1")
 	return cmd
 }
@@ -24,13 +25,12 @@ func runAgent(t *testing.T, args ...string) (int, string) {
 	cmd := agentCmd(args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
+	err := testkit.RunChild(testkit.Context(t), t, "bowline-edge "+args[0], cmd)
+	if code := testkit.ExitCode(err); code != -2 { // an exit, by status or signal
+		return code, out.String()
 	}
-	return 0, out.String()
+	t.Fatalf("run %v: %v", args, err)
+	return 0, ""
 }
 
 func TestRunHelpDocumentsEveryOption(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,21 +173,16 @@ func (h *harness) start(mode string, sub engine.Subscription) {
 }
 
 // startChild runs a consumer of mode as a child process; killed at cleanup.
-func (h *harness) startChild(mode, runs string, block bool) *exec.Cmd {
+func (h *harness) startChild(mode, runs string, block bool) *testkit.Child {
 	h.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := testkit.TestBinary("-test.run=^$")
 	b := "0"
 	if block {
 		b = "1"
 	}
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, childQueueEnv+"="+h.q.URL, childDLQEnv+"="+h.q.DLQURL,
 		childRunsEnv+"="+runs, childBlockEnv+"="+b)
-	cmd.Stderr = h.t.Output()
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-	return cmd
+	return testkit.StartChild(h.t, mode+" consumer", cmd)
 }
 
 func (h *harness) send(env engine.Envelope, url string) {
@@ -241,10 +235,10 @@ func TestCrashBetweenClaimAndComplete(t *testing.T) {
 			h.send(env, h.q.URL)
 			a := h.startChild(mode, runs, true)
 			h.waitFor("the first consumer to start the handler", func() bool { return countRuns(runs, "start ") == 1 })
-			if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := a.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			_ = a.Wait()
+			_ = a.Wait(h.ctx)
 			h.startChild(mode, runs, false)
 			h.waitFor("the queue to drain", func() bool { return h.depth(h.q.URL) == 0 })
 			done, r := countRuns(runs, "done "), h.row(env.ID, "book_shipment")
