@@ -53,7 +53,7 @@ var (
 )
 
 // Config configures a development run. Zero fields take the documented
-// defaults; Validate fills them.
+// defaults; Start fills them.
 type Config struct {
 	// Names selects the resource prefix; zero means resources.FromEnv
 	// (BOWLINE_STACK, default "dev").
