@@ -24,7 +24,8 @@ var _ DynamoDB = (*dynamodb.Client)(nil)
 
 // Observer is told about every committed group and every failed emit; the
 // Prometheus metrics (NewMetrics) implement it. Calls come from many
-// goroutines and must not block.
+// goroutines and must not block. Embed NopObserver to observe only some
+// calls.
 type Observer interface {
 	// Committed reports one transaction that committed events events for
 	// tenant after attempts attempts, taking elapsed in total.
@@ -32,6 +33,14 @@ type Observer interface {
 	// Failed reports one emit that returned err.
 	Failed(tenant, typ string, err error)
 }
+
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) Committed(string, int, int, time.Duration) {}
+func (NopObserver) Failed(string, string, error)              {}
 
 // DynamoDB's transaction limits.
 const (
@@ -62,7 +71,8 @@ type Config struct {
 	Catalog Catalog
 	// Logger receives LOCAL handler errors and retries; default slog.Default().
 	Logger *slog.Logger
-	// Observer, if set, is told about commits and failures (metrics).
+	// Observer is told about commits and failures (Metrics); default
+	// NopObserver.
 	Observer Observer
 
 	// MaxPayloadBytes bounds an event's canonical JSON payload; default
@@ -122,7 +132,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c Config) withDefaults() Config {
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -153,5 +167,4 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return c
 }

@@ -22,12 +22,13 @@ type Engine struct {
 	tenants map[string]*tenantLog
 }
 
-// New validates cfg and returns an Engine.
+// New fills cfg's defaults, validates it and returns an Engine.
 func New(cfg Config) (*Engine, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg.withDefaults(), tenants: map[string]*tenantLog{}}, nil
+	return &Engine{cfg: cfg, tenants: map[string]*tenantLog{}}, nil
 }
 
 // Close waits for LOCAL handlers that are still running.
@@ -79,9 +80,7 @@ func (e *Engine) EmitEvent(ctx context.Context, ev Event) (Envelope, error) {
 	tenant, _ := Tenant(ctx)
 	env, err := e.emit(ctx, tenant, ev)
 	if err != nil {
-		if e.cfg.Observer != nil {
-			e.cfg.Observer.Failed(tenant, ev.Type, err)
-		}
+		e.cfg.Observer.Failed(tenant, ev.Type, err)
 		return env, fmt.Errorf("emit %s for tenant %q: %w", ev.Type, tenant, err)
 	}
 	return env, nil

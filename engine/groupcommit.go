@@ -445,9 +445,7 @@ func (e *Engine) succeed(tl *tenantLog, group []*request, at *attempt, tries int
 	tl.headKnown, tl.headSeq, tl.headHash = true, last.Seq, last.Hash
 	// Observed before the callers are released, so a caller that reads
 	// the metrics after Emit returns sees its own event counted.
-	if e.cfg.Observer != nil {
-		e.cfg.Observer.Committed(tl.tenant, len(group), tries, time.Since(start))
-	}
+	e.cfg.Observer.Committed(tl.tenant, len(group), tries, time.Since(start))
 	for i, r := range group {
 		r.env = at.envs[i]
 		r.finish(nil)

@@ -47,14 +47,9 @@ type Config struct {
 	Calls *awscalls.Recorder
 }
 
-// Validate fills defaults and reports the first missing field.
-func (c *Config) Validate() error {
-	if c.Names.Stack == "" {
-		return errors.New("app: Names is required")
-	}
-	if c.AWS.Region == "" {
-		return errors.New("app: AWS config with a region is required")
-	}
+// setDefaults fills the zero fields with their defaults; the call
+// recorder's comes from the environment, so it may fail.
+func (c *Config) setDefaults() error {
 	if c.Registry == nil {
 		c.Registry = NewRegistry()
 	}
@@ -70,6 +65,17 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("app: %w", err)
 		}
 		c.Calls = rec
+	}
+	return nil
+}
+
+// Validate reports the first missing field; it does not change c.
+func (c Config) Validate() error {
+	if c.Names.Stack == "" {
+		return errors.New("app: Names is required")
+	}
+	if c.AWS.Region == "" {
+		return errors.New("app: AWS config with a region is required")
 	}
 	return nil
 }
@@ -119,6 +125,9 @@ type shared struct {
 // Open builds the clients, the engine and the stores. It makes no AWS call:
 // queue URLs are resolved on first use.
 func Open(cfg Config) (*App, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

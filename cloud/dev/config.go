@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -52,7 +53,7 @@ var (
 )
 
 // Config configures a development run. Zero fields take the documented
-// defaults; Validate fills them.
+// defaults; Start fills them.
 type Config struct {
 	// Names selects the resource prefix; zero means resources.FromEnv
 	// (BOWLINE_STACK, default "dev").
@@ -156,8 +157,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Validate fills defaults and reports the first field out of range.
-func (c *Config) Validate() error {
+// setDefaults fills the zero fields with their defaults: Names from the
+// environment (so it may fail), generated secrets, the start time.
+func (c *Config) setDefaults() error {
 	if c.Names.Stack == "" {
 		n, err := resources.FromEnv()
 		if err != nil {
@@ -168,6 +170,54 @@ func (c *Config) Validate() error {
 	if c.Bowls == 0 && !c.NoBowls {
 		c.Bowls = DefaultBowls
 	}
+	if len(c.Tenants) == 0 {
+		if len(c.Settings.Tokens) > 0 {
+			c.Tenants = slices.Sorted(maps.Values(c.Settings.Tokens))
+			c.Tenants = slices.Compact(c.Tenants)
+		} else {
+			c.Tenants = DefaultTenantNames(DefaultTenants)
+		}
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Speed == 0 {
+		c.Speed = DefaultSpeed
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Now().UTC().Truncate(time.Second)
+	}
+	if c.RateHz == 0 {
+		c.RateHz = DefaultRateHz
+	}
+	if c.PetsPerBowl == 0 {
+		c.PetsPerBowl = 2
+	}
+	if c.RingSize == 0 {
+		c.RingSize = DefaultRingSize
+	}
+	if c.APIAddr == "" {
+		c.APIAddr = cmp.Or(c.Settings.Addr, api.DefaultAddr)
+	}
+	c.fillSecrets()
+	c.RelayPoll = cmp.Or(c.RelayPoll, DefaultRelayPoll)
+	c.Pollers = cmp.Or(c.Pollers, DefaultPollers)
+	c.BatchInterval = cmp.Or(c.BatchInterval, DefaultBatchInterval)
+	c.AckEvery = cmp.Or(c.AckEvery, DefaultAckEvery)
+	c.AckTimeout = cmp.Or(c.AckTimeout, DefaultAckTimeout)
+	c.Every = cmp.Or(c.Every, DefaultEvery)
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Validate reports the first field out of range; it does not change c. A
+// zero field stands for its default.
+func (c Config) Validate() error {
 	if c.ShopOrdersPerHour < 0 || c.ShopOrdersPerHour > 3600 {
 		return fmt.Errorf("%w: shop orders per hour %v: want 0 (no shop) to 3600", ErrConfig, c.ShopOrdersPerHour)
 	}
@@ -177,30 +227,13 @@ func (c *Config) Validate() error {
 	if c.Bowls < 0 || c.Bowls > 1000 {
 		return fmt.Errorf("%w: bowls %d: want 1..1000", ErrConfig, c.Bowls)
 	}
-	if len(c.Tenants) == 0 {
-		if len(c.Settings.Tokens) > 0 {
-			c.Tenants = slices.Sorted(maps.Values(c.Settings.Tokens))
-			c.Tenants = slices.Compact(c.Tenants)
-		} else {
-			c.Tenants = DefaultTenantNames(DefaultTenants)
-		}
-	}
 	for _, t := range c.Tenants {
 		if t == "" {
 			return fmt.Errorf("%w: tenants %q: empty tenant name", ErrConfig, c.Tenants)
 		}
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.Speed == 0 {
-		c.Speed = DefaultSpeed
-	}
 	if c.Speed < 0 {
 		return fmt.Errorf("%w: speed %v: want a positive number of simulated seconds per second", ErrConfig, c.Speed)
-	}
-	if c.Start.IsZero() {
-		c.Start = time.Now().UTC().Truncate(time.Second)
 	}
 	if c.Duration < 0 {
 		return fmt.Errorf("%w: duration %v: must not be negative", ErrConfig, c.Duration)
@@ -208,62 +241,23 @@ func (c *Config) Validate() error {
 	if c.FirstMealAfter < 0 {
 		return fmt.Errorf("%w: first meal after %v: must not be negative", ErrConfig, c.FirstMealAfter)
 	}
-	if c.RateHz == 0 {
-		c.RateHz = DefaultRateHz
-	}
-	if c.RateHz < 1 || c.RateHz > 50 {
+	if c.RateHz < 0 || c.RateHz > 50 {
 		return fmt.Errorf("%w: rate %d Hz: want 1..50", ErrConfig, c.RateHz)
 	}
-	if c.PetsPerBowl == 0 {
-		c.PetsPerBowl = 2
+	if addr := cmp.Or(c.APIAddr, c.Settings.Addr); addr != "" {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%w: api address %q: %v", ErrConfig, addr, err)
+		}
 	}
-	if c.RingSize == 0 {
-		c.RingSize = DefaultRingSize
-	}
-	if c.APIAddr == "" {
-		c.APIAddr = c.Settings.Addr
-	}
-	if c.APIAddr == "" {
-		c.APIAddr = api.DefaultAddr
-	}
-	if _, _, err := net.SplitHostPort(c.APIAddr); err != nil {
-		return fmt.Errorf("%w: api address %q: %v", ErrConfig, c.APIAddr, err)
-	}
-	if err := c.fillSecrets(); err != nil {
-		return err
-	}
-	if c.RelayPoll == 0 {
-		c.RelayPoll = DefaultRelayPoll
-	}
-	if c.Pollers == 0 {
-		c.Pollers = DefaultPollers
-	}
-	if c.BatchInterval == 0 {
-		c.BatchInterval = DefaultBatchInterval
-	}
-	if c.AckEvery == 0 {
-		c.AckEvery = DefaultAckEvery
-	}
-	if c.AckTimeout == 0 {
-		c.AckTimeout = DefaultAckTimeout
-	}
-	if c.BatchInterval < 0 || c.AckEvery < 0 || c.AckTimeout <= c.AckEvery+c.BatchInterval {
-		return fmt.Errorf("%w: batch interval %v, ack every %v, ack timeout %v: want positive, and the timeout longer than a batch interval plus an ack cadence", ErrConfig, c.BatchInterval, c.AckEvery, c.AckTimeout)
+	batch, every := cmp.Or(c.BatchInterval, DefaultBatchInterval), cmp.Or(c.AckEvery, DefaultAckEvery)
+	if timeout := cmp.Or(c.AckTimeout, DefaultAckTimeout); batch < 0 || every < 0 || timeout <= every+batch {
+		return fmt.Errorf("%w: batch interval %v, ack every %v, ack timeout %v: want positive, and the timeout longer than a batch interval plus an ack cadence", ErrConfig, batch, every, timeout)
 	}
 	if c.RelayPoll < 0 || c.Pollers < 0 {
 		return fmt.Errorf("%w: relay poll %v, pollers %d: must not be negative", ErrConfig, c.RelayPoll, c.Pollers)
 	}
-	if c.Every == 0 {
-		c.Every = DefaultEvery
-	}
 	if c.Every < 0 {
 		return fmt.Errorf("%w: every %v: must not be negative", ErrConfig, c.Every)
-	}
-	if c.Out == nil {
-		c.Out = io.Discard
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }
@@ -279,7 +273,7 @@ func DefaultTenantNames(n int) []string {
 
 // fillSecrets generates what Settings lacks: a token per tenant that has
 // none, the webhook secret and the ops token.
-func (c *Config) fillSecrets() error {
+func (c *Config) fillSecrets() {
 	if c.Settings.Tokens == nil {
 		c.Settings.Tokens = map[string]string{}
 	}
@@ -298,7 +292,6 @@ func (c *Config) fillSecrets() error {
 	if c.Settings.OpsToken == "" {
 		c.Settings.OpsToken = "ops_dev_" + randHex(16)
 	}
-	return nil
 }
 
 // futureSkew is ingest's far-future bound for this run.

@@ -14,8 +14,11 @@ import (
 	"github.com/bowline-iot/bowline/internal/resources"
 )
 
-func TestValidateDefaults(t *testing.T) {
+func TestSetDefaults(t *testing.T) {
 	c := Config{Names: resources.Names{Stack: "x"}}
+	if err := c.setDefaults(); err != nil {
+		t.Fatalf("setDefaults: %v", err)
+	}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -37,9 +40,12 @@ func TestValidateDefaults(t *testing.T) {
 	}
 }
 
-func TestValidateKeepsGivenSecretsAndTakesTenantsFromTokens(t *testing.T) {
+func TestSetDefaultsKeepsGivenSecretsAndTakesTenantsFromTokens(t *testing.T) {
 	c := Config{Names: resources.Names{Stack: "x"}, Settings: api.Settings{
 		Tokens: map[string]string{"a": "shop-b", "b": "shop-a", "c": "shop-a"}, WebhookSecret: "s", OpsToken: "o", Addr: "127.0.0.1:0"}}
+	if err := c.setDefaults(); err != nil {
+		t.Fatalf("setDefaults: %v", err)
+	}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}

@@ -98,14 +98,14 @@ func (s *System) startServices(ctx context.Context) error {
 	}
 	w, err := a.Worker(ctx, bound, func(c *worker.Config) {
 		c.Pollers, c.WaitTime, c.RetryDelay = cfg.Pollers, workerWait, workerRetryDelay
-		c.Logger, c.Observer = log.With("part", "worker"), workerObservers{worker.NewMetrics(reg), s.counters.worker()}
+		c.Logger, c.Observer = log.With("part", "worker"), worker.Observers(worker.NewMetrics(reg), s.counters.worker())
 	})
 	if err != nil {
 		return err
 	}
 	s.run("worker", func() error { return w.Run(s.runCtx) })
 	rc, err := a.RecordChanges(ctx, bound, func(c *recordchange.Config) {
-		c.WaitTime, c.Logger, c.Metrics = workerWait, log.With("part", "record-changes"), recordchange.NewMetrics(reg)
+		c.WaitTime, c.Logger, c.Observer = workerWait, log.With("part", "record-changes"), recordchange.NewMetrics(reg)
 	})
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ type counters struct {
 }
 
 func (c *counters) ingest() ingest.Observer { return ingestCounter{c: c} }
-func (c *counters) worker() worker.Observer { return workerCounter{c} }
+func (c *counters) worker() worker.Observer { return workerCounter{c: c} }
 
 type ingestCounter struct {
 	ingest.NopObserver
@@ -80,15 +80,12 @@ type consumerCounter struct {
 func (o consumerCounter) Record(format string) { o.Metrics.Record(format); o.c.telemetry.Add(1) }
 func (o consumerCounter) Samples(n int)        { o.Metrics.Samples(n); o.c.samples.Add(int64(n)) }
 
-type workerCounter struct{ c *counters }
+type workerCounter struct {
+	worker.NopObserver
+	c *counters
+}
 
-func (workerCounter) Received(int)         {}
-func (workerCounter) Claim(string, string) {}
-func (w workerCounter) DeadLetter(string)  { w.c.dead.Add(1) }
-func (workerCounter) Poison()              {}
-func (workerCounter) Unmatched(string)     {}
-func (workerCounter) Deleted()             {}
-func (workerCounter) ForwardedToDLQ()      {}
+func (w workerCounter) DeadLetter(string) { w.c.dead.Add(1) }
 func (w workerCounter) Handled(_, outcome string, _ time.Duration) {
 	switch outcome {
 	case worker.HandledOK:
@@ -98,77 +95,7 @@ func (w workerCounter) Handled(_, outcome string, _ time.Duration) {
 	}
 }
 
-// workerObservers tells each worker observer in turn.
-type workerObservers []worker.Observer
-
-func (o workerObservers) Received(n int) {
-	for _, x := range o {
-		x.Received(n)
-	}
-}
-func (o workerObservers) Claim(sub, outcome string) {
-	for _, x := range o {
-		x.Claim(sub, outcome)
-	}
-}
-func (o workerObservers) Handled(sub, outcome string, d time.Duration) {
-	for _, x := range o {
-		x.Handled(sub, outcome, d)
-	}
-}
-func (o workerObservers) DeadLetter(sub string) {
-	for _, x := range o {
-		x.DeadLetter(sub)
-	}
-}
-func (o workerObservers) Poison() {
-	for _, x := range o {
-		x.Poison()
-	}
-}
-func (o workerObservers) Unmatched(typ string) {
-	for _, x := range o {
-		x.Unmatched(typ)
-	}
-}
-func (o workerObservers) Deleted() {
-	for _, x := range o {
-		x.Deleted()
-	}
-}
-func (o workerObservers) ForwardedToDLQ() {
-	for _, x := range o {
-		x.ForwardedToDLQ()
-	}
-}
-
-// The optional worker.FaultObserver, passed to those that implement it.
-func (o workerObservers) InfraRetry(op string) {
-	for _, x := range o {
-		if f, ok := x.(worker.FaultObserver); ok {
-			f.InfraRetry(op)
-		}
-	}
-}
-func (o workerObservers) Extended(n int) {
-	for _, x := range o {
-		if f, ok := x.(worker.FaultObserver); ok {
-			f.Extended(n)
-		}
-	}
-}
-func (o workerObservers) Abandoned(n int) {
-	for _, x := range o {
-		if f, ok := x.(worker.FaultObserver); ok {
-			f.Abandoned(n)
-		}
-	}
-}
-
-var (
-	_ worker.Observer      = workerObservers(nil)
-	_ worker.FaultObserver = workerObservers(nil)
-)
+var _ worker.Observer = workerCounter{}
 var _ ingest.Observer = ingestCounter{}
 
 // ChainVerifier verifies tenants' chains (*engine.Verifier).

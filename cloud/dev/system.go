@@ -51,10 +51,13 @@ type System struct {
 	runCtx context.Context
 }
 
-// Start validates cfg and starts everything: the stack (unless
+// Start fills cfg's defaults, validates it and starts everything: the stack (unless
 // cfg.Stack is given), provisioning, the cloud services and the bowls with
 // their agents. It returns once all of it runs; ctx bounds the start only.
 func Start(ctx context.Context, cfg Config) (*System, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ const (
 // included; fill in the dependencies.
 func DefaultConfig() Config {
 	c := Config{RollupEvery: DefaultRollupEvery}
-	c.defaults()
+	c.setDefaults()
 	return c
 }
 
@@ -168,8 +168,8 @@ type RejectionConfig struct {
 	CacheSize int
 }
 
-// Validate checks c and fills in its defaults.
-func (c *Config) Validate() error {
+// Validate checks c; it does not change it.
+func (c Config) Validate() error {
 	switch {
 	case c.DB == nil || c.Table == "":
 		return fmt.Errorf("%w: DB and Table are required", ErrConfig)
@@ -189,12 +189,11 @@ func (c *Config) Validate() error {
 	if c.RollupEvery > maxRollupWindow || (c.RollupEvery > 0 && maxRollupWindow%c.RollupEvery != 0) {
 		return fmt.Errorf("%w: RollupEvery %v must divide an hour", ErrConfig, c.RollupEvery)
 	}
-	c.defaults()
 	return nil
 }
 
-// defaults fills in zero fields.
-func (c *Config) defaults() {
+// setDefaults fills in zero fields.
+func (c *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v

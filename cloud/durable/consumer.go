@@ -44,8 +44,9 @@ type Consumer struct {
 	droppedBowls []*bowlRollup
 }
 
-// New returns a Consumer for cfg (Validate fills in its defaults).
+// New fills cfg's defaults, validates it and returns a Consumer.
 func New(cfg Config) (*Consumer, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -90,14 +90,8 @@ type Config struct {
 	ReceiveClock func() time.Time
 }
 
-// Validate fills defaults and reports the first invalid field.
-func (c *Config) Validate() error {
-	switch {
-	case c.Names.Stack == "":
-		return errors.New("ingest: Names is required")
-	case c.DynamoDB == nil || c.Emitter == nil:
-		return errors.New("ingest: DynamoDB and Emitter are required (cloud/app's App.Ingest gives them)")
-	}
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
 	if c.MaxPayload == 0 {
 		c.MaxPayload = wire.MaxPayload
 	}
@@ -125,12 +119,7 @@ func (c *Config) Validate() error {
 	if c.RetryMax == 0 {
 		c.RetryMax = 5 * time.Second
 	}
-	if c.MaxPayload < 0 || c.MaxFutureSkew < 0 || c.GapGrace < 0 || c.GapFlushInterval < 0 || c.RegistryTTL < 0 || c.GapMaxSpans < 0 || c.HoldFor < 0 || c.RetryMax < 0 || c.Concurrency < 0 {
-		return errors.New("ingest: sizes and durations must not be negative")
-	}
-	if err := c.Rejections.validate(); err != nil {
-		return err
-	}
+	c.Rejections.setDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -139,6 +128,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+}
+
+// Validate checks the configuration; it does not change it.
+func (c Config) Validate() error {
+	switch {
+	case c.Names.Stack == "":
+		return errors.New("ingest: Names is required")
+	case c.DynamoDB == nil || c.Emitter == nil:
+		return errors.New("ingest: DynamoDB and Emitter are required (cloud/app's App.Ingest gives them)")
+	}
+	if c.MaxPayload < 0 || c.MaxFutureSkew < 0 || c.GapGrace < 0 || c.GapFlushInterval < 0 || c.RegistryTTL < 0 || c.GapMaxSpans < 0 || c.HoldFor < 0 || c.RetryMax < 0 || c.Concurrency < 0 {
+		return errors.New("ingest: sizes and durations must not be negative")
+	}
+	if err := c.Rejections.validate(); err != nil {
+		return err
 	}
 	return checkCatalog()
 }

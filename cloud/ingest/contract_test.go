@@ -38,6 +38,7 @@ func defaultLimits(t *testing.T) Limits {
 		DynamoDB: dynamodb.New(dynamodb.Options{Region: "us-east-1"}),
 		Emitter:  noEmitter{},
 	}
+	c.setDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

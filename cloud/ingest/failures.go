@@ -9,38 +9,6 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 )
 
-// FailureObserver is told what failures cost ingest; an Observer may also
-// implement it (Metrics does). Calls come from many goroutines and must not
-// block.
-type FailureObserver interface {
-	// Held: a message stays unacknowledged for another retry of op
-	// ("emit", "registry", "dead_letter") after a failure of cause
-	// (failureCause: unavailable, throttled, other).
-	Held(op, cause string)
-	// LetterLost: a rejected message was acknowledged without its dead
-	// letter, which could not be written within Config.Rejections. Alarm
-	// on it: the log line has the message's sha256.
-	LetterLost(reason Reason)
-	// Suppressed: a rejection past its device's per-window limit was
-	// acknowledged and counted, not stored.
-	Suppressed(reason Reason)
-}
-
-type nopFailures struct{}
-
-func (nopFailures) Held(string, string) {}
-func (nopFailures) LetterLost(Reason)   {}
-func (nopFailures) Suppressed(Reason)   {}
-
-// failures is the Observer as a FailureObserver, or one that observes
-// nothing.
-func (in *Ingester) failures() FailureObserver {
-	if f, ok := in.cfg.Observer.(FailureObserver); ok {
-		return f
-	}
-	return nopFailures{}
-}
-
 // failureCause classes a transient failure for metrics and logs:
 // "unavailable" (DynamoDB denies access or a table is missing: an operator
 // must act; engine.IsUnavailable), "throttled", or "other".
@@ -56,39 +24,29 @@ func failureCause(err error) string {
 
 func (m multiObserver) Held(op, cause string) {
 	for _, o := range m {
-		if f, ok := o.(FailureObserver); ok {
-			f.Held(op, cause)
-		}
+		o.Held(op, cause)
 	}
 }
 
 func (m multiObserver) LetterLost(r Reason) {
 	for _, o := range m {
-		if f, ok := o.(FailureObserver); ok {
-			f.LetterLost(r)
-		}
+		o.LetterLost(r)
 	}
 }
 
 func (m multiObserver) Suppressed(r Reason) {
 	for _, o := range m {
-		if f, ok := o.(FailureObserver); ok {
-			f.Suppressed(r)
-		}
+		o.Suppressed(r)
 	}
 }
 
-// failureMetrics are the counters behind Metrics' FailureObserver.
+// failureMetrics are the counters behind Metrics' Held, LetterLost and
+// Suppressed.
 type failureMetrics struct {
 	held       *prometheus.CounterVec
 	lost       *prometheus.CounterVec
 	suppressed *prometheus.CounterVec
 }
-
-var (
-	_ FailureObserver = (*Metrics)(nil)
-	_ FailureObserver = multiObserver(nil)
-)
 
 func newFailureMetrics(reg prometheus.Registerer, ns, sub string) *failureMetrics {
 	f := &failureMetrics{

@@ -54,6 +54,7 @@ func testLogger(t testing.TB) *slog.Logger { return testkit.Logger(t, slog.Level
 
 // recorder is an Observer that keeps every ack and rejection.
 type recorder struct {
+	ingest.NopObserver
 	mu       sync.Mutex
 	acks     []ack
 	rejected map[ingest.Reason]int

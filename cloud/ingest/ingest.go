@@ -34,8 +34,9 @@ type Ingester struct {
 	checked atomicTime
 }
 
-// New validates cfg and builds an Ingester.
+// New fills cfg's defaults, validates it and builds an Ingester.
 func New(cfg Config) (*Ingester, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

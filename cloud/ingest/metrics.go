@@ -8,7 +8,7 @@ import (
 
 // Observer is told what happens to every message. Calls come from many
 // goroutines and must not block. Metrics implements it; tests use it to see
-// acknowledgements.
+// acknowledgements. Embed NopObserver to observe only some calls.
 type Observer interface {
 	// Received: a message arrived on kind's topic.
 	Received(kind string)
@@ -24,6 +24,20 @@ type Observer interface {
 	// Acked is called once a message is done (its record may complete): the event
 	// (or the dead letter of a rejection) and its seq are durable by then.
 	Acked(a Ack)
+
+	// What failures cost ingest:
+
+	// Held: a message stays unacknowledged for another retry of op
+	// ("emit", "registry", "dead_letter") after a failure of cause
+	// (failureCause: unavailable, throttled, other).
+	Held(op, cause string)
+	// LetterLost: a rejected message was acknowledged without its dead
+	// letter, which could not be written within Config.Rejections. Alarm
+	// on it: the log line has the message's sha256.
+	LetterLost(reason Reason)
+	// Suppressed: a rejection past its device's per-window limit was
+	// acknowledged and counted, not stored.
+	Suppressed(reason Reason)
 }
 
 // Ack is an acknowledged message, as Observer.Acked sees it.
@@ -55,12 +69,14 @@ func (NopObserver) Emitted(string)          {}
 func (NopObserver) Duplicate(string)        {}
 func (NopObserver) GapRaised(string)        {}
 func (NopObserver) Acked(Ack)               {}
+func (NopObserver) Held(string, string)     {}
+func (NopObserver) LetterLost(Reason)       {}
+func (NopObserver) Suppressed(Reason)       {}
 
 // multiObserver fans out to several observers.
 type multiObserver []Observer
 
-// Observers returns an Observer that tells each of obs in turn; it is also a
-// FailureObserver for those of obs that are.
+// Observers returns an Observer that tells each of obs in turn.
 func Observers(obs ...Observer) Observer { return multiObserver(obs) }
 
 func (m multiObserver) Received(k string) {
@@ -94,8 +110,7 @@ func (m multiObserver) Acked(a Ack) {
 	}
 }
 
-// Metrics are ingest's Prometheus metrics; it implements Observer and
-// FailureObserver.
+// Metrics are ingest's Prometheus metrics; it implements Observer.
 type Metrics struct {
 	received   *prometheus.CounterVec
 	rejected   *prometheus.CounterVec

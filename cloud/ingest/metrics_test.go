@@ -18,7 +18,7 @@ func TestMetricsCountThroughObservers(t *testing.T) {
 	obs.Rejected(wire.KindEvents, ReasonTenantMismatch)
 	obs.Emitted("bowl.empty")
 	obs.GapRaised(LaneEvents)
-	obs.(FailureObserver).Held("emit", "throttled")
+	obs.Held("emit", "throttled")
 	for _, c := range []struct {
 		name string
 		got  float64

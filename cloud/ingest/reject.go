@@ -73,10 +73,15 @@ type RejectionConfig struct {
 	CacheSize int
 }
 
-func (c *RejectionConfig) validate() error {
+func (c RejectionConfig) validate() error {
 	if c.PerDevice < 0 || c.Window < 0 || c.Unregistered < 0 || c.LetterAttempts < 0 || c.MaxHeld < 0 || c.UnknownTTL < 0 || c.CacheSize < 0 {
-		return fmt.Errorf("ingest: Rejections %+v: sizes and durations must not be negative", *c)
+		return fmt.Errorf("ingest: Rejections %+v: sizes and durations must not be negative", c)
 	}
+	return nil
+}
+
+// setDefaults fills the zero fields with their defaults.
+func (c *RejectionConfig) setDefaults() {
 	if c.PerDevice == 0 {
 		c.PerDevice = 20
 	}
@@ -98,7 +103,6 @@ func (c *RejectionConfig) validate() error {
 	if c.CacheSize == 0 {
 		c.CacheSize = 10000
 	}
-	return nil
 }
 
 // rejected dead-letters a rejection of m and acknowledges m; other errors
@@ -126,7 +130,7 @@ func (in *Ingester) rejected(ctx context.Context, m message, err error) error {
 			"limit", in.cfg.Rejections.PerDevice, "window", in.cfg.Rejections.Window)
 		werr = in.writeLetter(ctx, m, rej.Reason, in.summary(m, rej, start))
 	default:
-		in.failures().Suppressed(rej.Reason)
+		in.cfg.Observer.Suppressed(rej.Reason)
 	}
 	if werr != nil {
 		return werr
@@ -228,10 +232,10 @@ func (in *Ingester) writeLetter(ctx context.Context, m message, reason Reason, l
 		if give {
 			in.log.Error("dead letter not written: rejected message acknowledged without it", "topic", deadletter.Text(m.topic, maxLogged),
 				"reason", reason, "sha256", l.RawSHA256, "bytes", l.RawSize, "attempts", attempt, "cause", cause, "err", err)
-			in.failures().LetterLost(reason)
+			in.cfg.Observer.LetterLost(reason)
 			return nil
 		}
-		in.failures().Held("dead_letter", cause)
+		in.cfg.Observer.Held("dead_letter", cause)
 		in.log.Warn("dead letter not written; retrying while the message is held", "topic", deadletter.Text(m.topic, maxLogged),
 			"attempt", attempt, "cause", cause, "err", err)
 		policy := backoff.Policy{Base: 50 * time.Millisecond, Max: in.cfg.RetryMax, Jitter: 1}

@@ -123,7 +123,7 @@ func (f *failRecorder) counts() (held map[string]int, lost, suppressed int) {
 	return held, f.lost, f.suppressed
 }
 
-var _ ingest.FailureObserver = (*failRecorder)(nil)
+var _ ingest.Observer = (*failRecorder)(nil)
 
 func fastRetries(c *ingest.Config) { c.RetryMax = 20 * time.Millisecond }
 

@@ -20,7 +20,7 @@ func (p permanent) Unwrap() error { return p.error }
 // (access denied, a missing table: failureCause "unavailable") are held
 // like any transient one, never turned into rejections, and logged at
 // ERROR since they need an operator; every retry is counted under op
-// (FailureObserver.Held).
+// (Observer.Held).
 func (in *Ingester) retry(ctx context.Context, op, what string, f func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := f()
@@ -35,7 +35,7 @@ func (in *Ingester) retry(ctx context.Context, op, what string, f func() error) 
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		cause := failureCause(err)
-		in.failures().Held(op, cause)
+		in.cfg.Observer.Held(op, cause)
 		if cause == "unavailable" {
 			in.log.Error("DynamoDB refuses access or a table is missing: message held unacknowledged until an operator fixes it",
 				"what", what, "attempt", attempt+1, "err", err)

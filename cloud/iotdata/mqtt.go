@@ -27,19 +27,26 @@ type MQTTConfig struct {
 	Logger *slog.Logger
 }
 
-// Validate fills the defaults and checks the config.
-func (c *MQTTConfig) Validate() error {
-	if c.URL == "" {
-		return errors.New("iotdata: MQTTConfig.URL is empty")
-	}
+// setDefaults fills the zero fields with their defaults.
+func (c *MQTTConfig) setDefaults() {
 	if c.ClientID == "" {
 		c.ClientID = "bowline-iot-endpoint"
 	}
-	if c.PublishTimeout <= 0 {
+	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+}
+
+// Validate checks the config; it does not change it.
+func (c MQTTConfig) Validate() error {
+	if c.URL == "" {
+		return errors.New("iotdata: MQTTConfig.URL is empty")
+	}
+	if c.PublishTimeout < 0 {
+		return fmt.Errorf("iotdata: MQTTConfig.PublishTimeout %v: want 0 (default) or more", c.PublishTimeout)
 	}
 	return nil
 }
@@ -60,6 +67,7 @@ var _ Broker = (*MQTTBroker)(nil)
 // DialMQTT connects to cfg.URL and returns once the first connection is
 // up, or with ctx's error.
 func DialMQTT(ctx context.Context, cfg MQTTConfig) (*MQTTBroker, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

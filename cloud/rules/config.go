@@ -46,7 +46,7 @@ type Config struct {
 	// Producer tunes the Kinesis producers (one per stream); their Stream
 	// and Logger are filled from here. MaxAttempts defaults to 4 (a record
 	// refused four times goes to the error queue), MaxInFlight to 2 calls
-	// and CallTimeout to 1 minute (kinesis-local; Validate says why).
+	// and CallTimeout to 1 minute (kinesis-local; setDefaults says why).
 	// Records of several messages share a PutRecords call; each message is
 	// still one record, acknowledged once that record is in.
 	Producer telemetry.ProducerConfig
@@ -71,8 +71,8 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Observer is told about every message (Metrics); default none. The
-	// Runner's Counts are kept either way.
+	// Observer is told about every message (Metrics); default
+	// NopObserver. The Runner's Counts are kept either way.
 	Observer Observer
 }
 
@@ -86,44 +86,17 @@ const (
 	DefaultMaxInFlight = 1000
 )
 
-// Validate fills defaults and checks the configuration.
-func (c *Config) Validate() error {
-	var missing []string
-	for name, empty := range map[string]bool{
-		"Broker": c.Broker == "", "Stack": c.Stack == "", "Kinesis": c.Kinesis == nil,
-		"Stream": c.Stream == "", "SQS": c.SQS == nil, "ErrorQueueURL": c.ErrorQueueURL == "",
-	} {
-		if empty {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("rules: %v required", missing)
-	}
-	if c.ClientID == "" {
+// setDefaults fills the zero fields with their defaults, and the
+// Producer's Stream and Logger from here.
+func (c *Config) setDefaults() {
+	if c.ClientID == "" && c.Stack != "" {
 		c.ClientID = "bowline-rules-" + c.Stack
 	}
 	if c.Rules == nil {
 		c.Rules = All()
 	}
-	if len(c.Rules) == 0 {
-		return errors.New("rules: no rule to run")
-	}
-	seen := map[string]bool{}
-	for _, s := range c.Rules {
-		if err := s.Validate(); err != nil {
-			return fmt.Errorf("rules: %w", err)
-		}
-		if seen[s.Base] {
-			return fmt.Errorf("rules: rule %s given twice", s.Base)
-		}
-		seen[s.Base] = true
-	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
-	}
-	if c.MaxInFlight < 0 {
-		return fmt.Errorf("rules: MaxInFlight %d: want 1 or more", c.MaxInFlight)
 	}
 	if c.SendTimeout == 0 {
 		c.SendTimeout = 10 * time.Second
@@ -131,14 +104,14 @@ func (c *Config) Validate() error {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 15 * time.Second
 	}
-	if c.SendTimeout < 0 || c.DrainTimeout < 0 {
-		return errors.New("rules: SendTimeout and DrainTimeout must be positive")
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 	c.Producer.Stream = c.Stream
 	if c.Producer.Logger == nil {
@@ -157,7 +130,45 @@ func (c *Config) Validate() error {
 	if c.Producer.CallTimeout == 0 {
 		c.Producer.CallTimeout = time.Minute
 	}
-	if err := c.Producer.Validate(); err != nil {
+}
+
+// Validate checks the configuration; it does not change it. A nil Rules
+// stands for All().
+func (c Config) Validate() error {
+	var missing []string
+	for name, empty := range map[string]bool{
+		"Broker": c.Broker == "", "Stack": c.Stack == "", "Kinesis": c.Kinesis == nil,
+		"Stream": c.Stream == "", "SQS": c.SQS == nil, "ErrorQueueURL": c.ErrorQueueURL == "",
+	} {
+		if empty {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("rules: %v required", missing)
+	}
+	if c.Rules != nil && len(c.Rules) == 0 {
+		return errors.New("rules: no rule to run")
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Rules {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("rules: %w", err)
+		}
+		if seen[s.Base] {
+			return fmt.Errorf("rules: rule %s given twice", s.Base)
+		}
+		seen[s.Base] = true
+	}
+	if c.MaxInFlight < 0 {
+		return fmt.Errorf("rules: MaxInFlight %d: want 1 or more", c.MaxInFlight)
+	}
+	if c.SendTimeout < 0 || c.DrainTimeout < 0 {
+		return errors.New("rules: SendTimeout and DrainTimeout must be positive")
+	}
+	p := c.Producer
+	p.Stream = c.Stream
+	if err := p.Validate(); err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
 	return nil

@@ -7,7 +7,8 @@ import (
 )
 
 // Observer is told what the stand-in does with every message. Calls come
-// from many goroutines and must not block. Metrics implements it.
+// from many goroutines and must not block. Metrics implements it; embed
+// NopObserver to observe only some calls.
 type Observer interface {
 	// Evaluated: rule (a base name) ran on a message of bytes payload bytes.
 	Evaluated(rule string, bytes int)
@@ -18,14 +19,20 @@ type Observer interface {
 	// record went to the error queue) or StageErrorAction (the error queue
 	// refused it too; the message stays unacknowledged).
 	Failed(rule, stage string)
-}
-
-// InFlightObserver is an optional Observer extension: it is told every
-// change of the number of messages in flight (taken from the broker and
-// not yet settled, Runner.InFlight), +1 or -1. Metrics implements it.
-type InFlightObserver interface {
+	// InFlight: the number of messages in flight (taken from the broker
+	// and not yet settled, Runner.InFlight) changed by delta, +1 or -1.
 	InFlight(delta int)
 }
+
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) Evaluated(string, int) {}
+func (NopObserver) Acted(string, int)     {}
+func (NopObserver) Failed(string, string) {}
+func (NopObserver) InFlight(int)          {}
 
 // The stages of Observer.Failed.
 const (
@@ -52,6 +59,7 @@ type Counts struct {
 
 // counter keeps Counts per rule; it is the Runner's own observer.
 type counter struct {
+	NopObserver
 	mu     sync.Mutex
 	byRule map[string]*Counts
 }
@@ -117,10 +125,7 @@ type Metrics struct {
 	inFlight                     prometheus.Gauge
 }
 
-var (
-	_ Observer         = (*Metrics)(nil)
-	_ InFlightObserver = (*Metrics)(nil)
-)
+var _ Observer = (*Metrics)(nil)
 
 // MetricErrors names the stand-in's count of failed messages, which other
 // parts read (the console's pipeline page).

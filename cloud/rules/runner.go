@@ -52,8 +52,10 @@ type Runner struct {
 	closeOnce sync.Once
 }
 
-// New validates cfg and starts the Kinesis producer; Run connects.
+// New fills cfg's defaults, validates it and starts the Kinesis
+// producers; Run connects.
 func New(cfg Config) (*Runner, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,10 +78,7 @@ func New(cfg Config) (*Runner, error) {
 		}
 		r.producers[stream] = p
 	}
-	r.observe = []Observer{&r.counts}
-	if cfg.Observer != nil {
-		r.observe = append(r.observe, cfg.Observer)
-	}
+	r.observe = []Observer{&r.counts, cfg.Observer}
 	for _, s := range cfg.Rules {
 		r.byName[s.Name(cfg.Stack)] = s
 		if s.Broker {
@@ -214,14 +213,14 @@ func (r *Runner) take(ctx context.Context) error {
 		}
 	}
 	r.inFlight.Add(1)
-	r.eachInFlight(1)
+	r.each(func(o Observer) { o.InFlight(1) })
 	return nil
 }
 
 // release frees a slot that take took.
 func (r *Runner) release() {
 	r.inFlight.Add(-1)
-	r.eachInFlight(-1)
+	r.each(func(o Observer) { o.InFlight(-1) })
 	<-r.slots
 }
 
@@ -234,14 +233,6 @@ func (r *Runner) settle(ack func()) {
 		ack()
 	}
 	r.inflight.Done()
-}
-
-func (r *Runner) eachInFlight(delta int) {
-	for _, o := range r.observe {
-		if g, ok := o.(InFlightObserver); ok {
-			g.InFlight(delta)
-		}
-	}
 }
 
 func (r *Runner) each(f func(Observer)) {

@@ -62,44 +62,42 @@ type ProducerConfig struct {
 	CallTimeout time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Observer is told about calls and retries; default none.
-	Observer ProducerObserver
+	// Observer is told about calls and retries; default NopObserver.
+	Observer Observer
 }
 
-// ProducerObserver observes the producer (metrics). Calls come from many
-// goroutines and must not block.
-type ProducerObserver interface {
+// Observer observes the producer (metrics). Calls come from many
+// goroutines and must not block. Embed NopObserver to observe only some
+// calls.
+type Observer interface {
 	// PutRecords reports one call: records sent, bytes sent, records that
 	// failed (per-record error codes) and the call error, if any.
 	PutRecords(records, bytes, failed int, err error, took time.Duration)
 	// RecordRetried reports a record sent again after code (an error code,
 	// or "call_error").
 	RecordRetried(code string)
-}
-
-// LimitObserver is an optional ProducerObserver extension: it is told the
-// producer's adaptive limit on calls in flight whenever it changes (a
-// gauge that shows Kinesis pushing back).
-type LimitObserver interface {
+	// InFlightLimit reports the producer's adaptive limit on calls in
+	// flight whenever it changes (a gauge that shows Kinesis pushing
+	// back).
 	InFlightLimit(n int)
 }
 
-// Validate fills defaults and checks the configuration.
-func (c *ProducerConfig) Validate() error {
-	if c.Stream == "" {
-		return errors.New("telemetry producer: Stream is required")
-	}
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) PutRecords(int, int, int, error, time.Duration) {}
+func (NopObserver) RecordRetried(string)                           {}
+func (NopObserver) InFlightLimit(int)                              {}
+
+// setDefaults fills the zero fields with their defaults.
+func (c *ProducerConfig) setDefaults() {
 	if c.MaxRecords == 0 {
 		c.MaxRecords = MaxPutRecords
 	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = MaxPutBytes
-	}
-	if c.MaxRecords < 1 || c.MaxRecords > MaxPutRecords {
-		return fmt.Errorf("telemetry producer: MaxRecords %d not in 1..%d", c.MaxRecords, MaxPutRecords)
-	}
-	if c.MaxBytes < MaxKinesisRecord+maxPartitionKeyLn || c.MaxBytes > MaxPutBytes {
-		return fmt.Errorf("telemetry producer: MaxBytes %d not in %d..%d", c.MaxBytes, MaxKinesisRecord+maxPartitionKeyLn, MaxPutBytes)
 	}
 	if c.Linger == 0 {
 		c.Linger = 20 * time.Millisecond
@@ -116,14 +114,32 @@ func (c *ProducerConfig) Validate() error {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 15 * time.Second
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+}
+
+// Validate checks the configuration; it does not change it. Zero fields
+// are valid: they stand for their defaults.
+func (c ProducerConfig) Validate() error {
+	c.setDefaults()
+	if c.Stream == "" {
+		return errors.New("telemetry producer: Stream is required")
+	}
+	if c.MaxRecords < 1 || c.MaxRecords > MaxPutRecords {
+		return fmt.Errorf("telemetry producer: MaxRecords %d not in 1..%d", c.MaxRecords, MaxPutRecords)
+	}
+	if c.MaxBytes < MaxKinesisRecord+maxPartitionKeyLn || c.MaxBytes > MaxPutBytes {
+		return fmt.Errorf("telemetry producer: MaxBytes %d not in %d..%d", c.MaxBytes, MaxKinesisRecord+maxPartitionKeyLn, MaxPutBytes)
+	}
 	if c.MaxAttempts < 0 {
 		return fmt.Errorf("telemetry producer: MaxAttempts %d: want 0 (no bound) or more", c.MaxAttempts)
 	}
 	if c.Linger < 0 || c.MaxInFlight < 1 || c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase || c.CallTimeout < 0 {
 		return errors.New("telemetry producer: Linger, MaxInFlight, BackoffBase, BackoffMax and CallTimeout must be positive, BackoffMax >= BackoffBase")
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	return nil
 }

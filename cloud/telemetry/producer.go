@@ -44,11 +44,12 @@ type Producer struct {
 	inflight sync.WaitGroup
 }
 
-// NewProducer validates cfg and starts the batching loop; Close stops it.
+// NewProducer fills cfg's defaults, validates it and starts the batching loop; Close stops it.
 func NewProducer(client KinesisAPI, cfg ProducerConfig) (*Producer, error) {
 	if client == nil {
 		return nil, errors.New("telemetry producer: nil Kinesis client")
 	}
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -60,11 +61,7 @@ func NewProducer(client KinesisAPI, cfg ProducerConfig) (*Producer, error) {
 		abandon:  abandon,
 		loopDone: make(chan struct{}),
 	}
-	var observe func(int)
-	if lo, ok := cfg.Observer.(LimitObserver); ok {
-		observe = lo.InFlightLimit
-	}
-	p.lim = newLimiter(cfg.MaxInFlight, cfg.CallTimeout, observe)
+	p.lim = newLimiter(cfg.MaxInFlight, cfg.CallTimeout, cfg.Observer.InFlightLimit)
 	go p.loop()
 	return p, nil
 }
@@ -217,11 +214,9 @@ func (p *Producer) send(batch []*record) {
 		}
 		if err != nil {
 			p.lim.outcome(overload(err))
-			if p.cfg.Observer != nil {
-				p.cfg.Observer.PutRecords(len(batch), size, len(batch), err, time.Since(start))
-				for range batch {
-					p.cfg.Observer.RecordRetried("call_error")
-				}
+			p.cfg.Observer.PutRecords(len(batch), size, len(batch), err, time.Since(start))
+			for range batch {
+				p.cfg.Observer.RecordRetried("call_error")
 			}
 			for _, r := range batch {
 				r.last = err.Error()
@@ -244,14 +239,10 @@ func (p *Producer) send(batch []*record) {
 			throttled = throttled || throttleCodes[aws.ToString(res.ErrorCode)]
 			batch[i].last = aws.ToString(res.ErrorCode) + ": " + aws.ToString(res.ErrorMessage)
 			failed = append(failed, batch[i])
-			if p.cfg.Observer != nil {
-				p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
-			}
+			p.cfg.Observer.RecordRetried(aws.ToString(res.ErrorCode))
 		}
 		p.lim.outcome(throttled, false)
-		if p.cfg.Observer != nil {
-			p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
-		}
+		p.cfg.Observer.PutRecords(len(batch), size, len(failed), nil, time.Since(start))
 		if len(failed) == 0 || p.giveUp(failed, attempt) {
 			return
 		}

@@ -179,6 +179,10 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.Forward.Validate(); err != nil {
 		return nil, err
 	}
+	// The metrics observe the outbox and the forwarder; their gauges read
+	// the outbox at scrape time, after it is open.
+	m := status.NewMetrics(a.reg, func() (outbox.Stats, error) { return a.out.Stats() })
+	cfg.Outbox.Observer, cfg.Forward.Observer = m, m
 	var err error
 	if a.out, err = outbox.Open(cfg.Outbox); err != nil {
 		return nil, err
@@ -199,13 +203,10 @@ func New(cfg Config) (*Agent, error) {
 	if a.bridge, err = bridge.New(bridge.Config{Sink: a.sink, Now: cfg.Clock, Logger: cfg.Logger.With("part", "bridge")}); err != nil {
 		return nil, err
 	}
-	m := status.NewMetrics(a.reg, a.out.Stats)
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bowline_edge_sink_refused_total",
 		Help: "Deliveries of bowl records refused, not stored and not acknowledged, because the device has no thing name it may publish under (each bridge retry counts)."},
 		func() float64 { return float64(a.sink.Refused()) }))
-	a.out.SetHooks(m.OutboxHooks())
-	a.fwd.SetHooks(m.ForwardHooks())
 	if cfg.StatusAddr != "off" {
 		if a.status, err = status.Listen(status.Config{Addr: cfg.StatusAddr, Report: a.Report, Gatherer: a.reg, Logger: cfg.Logger}); err != nil {
 			return nil, err

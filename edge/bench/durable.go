@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/agent"
@@ -34,14 +35,12 @@ type durableResult struct {
 // a bridge does, for about d.
 func measureDurable(ctx context.Context, dir string, bowls, recs int, d time.Duration) (durableResult, error) {
 	path := filepath.Join(dir, fmt.Sprintf("durable-%d.db", recs))
-	o, err := outbox.Open(outbox.Config{Path: path, MaxBytes: 8 << 30, TelemetryTTL: -1, Logger: slog.New(slog.DiscardHandler)})
+	commits := &commitCount{}
+	o, err := outbox.Open(outbox.Config{Path: path, MaxBytes: 8 << 30, TelemetryTTL: -1, Logger: slog.New(slog.DiscardHandler), Observer: commits})
 	if err != nil {
 		return durableResult{}, fmt.Errorf("durable phase: %w", err)
 	}
 	defer o.Close()
-	var mu sync.Mutex
-	commits := 0
-	o.SetHooks(outbox.Hooks{Committed: func(int, int, time.Duration) { mu.Lock(); commits++; mu.Unlock() }})
 	sink, err := agent.NewSink(o, nil, detect.Config{})
 	if err != nil {
 		return durableResult{}, fmt.Errorf("durable phase: %w", err)
@@ -92,9 +91,17 @@ func measureDurable(ctx context.Context, dir string, bowls, recs int, d time.Dur
 	}
 	res.Seconds = el.Seconds()
 	res.SamplesPerSec = float64(res.Samples) / el.Seconds()
-	res.Commits = commits
-	if commits > 0 {
-		res.DeliversPerCommit = float64(n) / float64(commits)
+	res.Commits = int(commits.n.Load())
+	if res.Commits > 0 {
+		res.DeliversPerCommit = float64(n) / float64(res.Commits)
 	}
 	return res, nil
 }
+
+// commitCount counts the outbox's group commits.
+type commitCount struct {
+	outbox.NopObserver
+	n atomic.Int64
+}
+
+func (c *commitCount) Committed(int, int, time.Duration) { c.n.Add(1) }

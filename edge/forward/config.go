@@ -108,6 +108,9 @@ type Config struct {
 	// must be the clock the outbox records were stamped with. Default
 	// time.Now.
 	Now func() time.Time
+	// Observer is told about publishes, PUBACKs, connections and cloud
+	// acknowledgements (status.Metrics); default NopObserver.
+	Observer Observer
 }
 
 // DefaultAckTimeout is Config.AckTimeout's default: longer than the
@@ -176,6 +179,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 }
 

@@ -43,30 +43,12 @@ type Source interface {
 
 var _ Source = (*outbox.Outbox)(nil)
 
-// Hooks observe the forwarder (metrics). Every field is optional and must
-// not block.
-type Hooks struct {
-	// Published is called per message sent: its lane and record count.
-	Published func(lane outbox.Lane, records int)
-	// Acked is called per PUBACK with the time since the publish.
-	Acked func(lane outbox.Lane, records int, rtt time.Duration)
-	// Connection is called when the connection goes up or down.
-	Connection func(up bool)
-	// PubackTimeout is called when a publish got no PUBACK within
-	// Config.PubackTimeout (the session then ends).
-	PubackTimeout func(lane outbox.Lane)
-	// CloudAck is called per cloud acknowledgement (wire v2): whether it
-	// was applied and how many records it removed.
-	CloudAck func(applied bool, removed int)
-}
-
 // Forwarder publishes a Source to an MQTT broker.
 type Forwarder struct {
 	cfg     Config
 	src     Source
 	limiter *rate.Limiter // messages
 	bytes   *rate.Limiter // payload bytes
-	hooks   Hooks
 
 	sent *ledger // telemetry sent and not acknowledged (wire v2)
 
@@ -90,9 +72,6 @@ func New(cfg Config, src Source) (*Forwarder, error) {
 		sent:    newLedger(),
 	}, nil
 }
-
-// SetHooks installs observation hooks; call it before Run.
-func (f *Forwarder) SetHooks(h Hooks) { f.hooks = h }
 
 // Status returns a snapshot of the forwarder's state.
 func (f *Forwarder) Status() wire.MQTTStatus {
@@ -193,14 +172,10 @@ func (f *Forwarder) session(ctx context.Context) (connected bool, err error) {
 	}
 	defer client.Disconnect(100)
 	f.update(func(s *wire.MQTTStatus) { s.Connected = true; s.Connects++; s.LastError = "" })
-	if f.hooks.Connection != nil {
-		f.hooks.Connection(true)
-	}
+	f.cfg.Observer.Connection(true)
 	defer func() {
 		f.update(func(s *wire.MQTTStatus) { s.Connected = false; s.InFlight = 0 })
-		if f.hooks.Connection != nil {
-			f.hooks.Connection(false)
-		}
+		f.cfg.Observer.Connection(false)
 	}()
 	f.cfg.Logger.Info("mqtt connected", "broker", f.cfg.Broker, "client_id", f.cfg.ClientID)
 	client.Publish(f.cfg.topic(f.cfg.Thing, wire.KindStatus), 1, true, encodeStatus(f.cfg.Thing, wire.StateOnline))
@@ -365,9 +340,7 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 	sent := time.Now()
 	tok := p.client.Publish(topic, 1, false, payload)
 	p.f.update(func(s *wire.MQTTStatus) { s.InFlight = len(p.sem); s.Published++ })
-	if h := p.f.hooks.Published; h != nil {
-		h(lane, records)
-	}
+	p.f.cfg.Observer.Published(lane, records)
 	lost := func() {
 		if onLost != nil {
 			onLost()
@@ -389,9 +362,7 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 			// resend on a live connection. Only a new session resends.
 			lost()
 			p.f.update(func(s *wire.MQTTStatus) { s.PubackTimeouts++ })
-			if h := p.f.hooks.PubackTimeout; h != nil {
-				h(lane)
-			}
+			p.f.cfg.Observer.PubackTimeout(lane)
 			p.cancel(fmt.Errorf("publish %s: %w after %s", topic, ErrPubackTimeout, p.f.cfg.PubackTimeout))
 			return
 		}
@@ -408,9 +379,7 @@ func (p *pump) publish(lane outbox.Lane, records int, topic string, payload []by
 		}
 		now := time.Now()
 		p.f.update(func(s *wire.MQTTStatus) { s.LastPuback = now; s.Acked++; s.InFlight = len(p.sem) - 1 })
-		if h := p.f.hooks.Acked; h != nil {
-			h(lane, records, now.Sub(sent))
-		}
+		p.f.cfg.Observer.Acked(lane, records, now.Sub(sent))
 	}()
 	return nil
 }

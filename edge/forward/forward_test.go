@@ -104,11 +104,12 @@ func event(thing, id string) outbox.Entry {
 
 func runForwarder(t *testing.T, cfg Config, src Source) (*Forwarder, context.CancelFunc) {
 	t.Helper()
-	return runForwarderWithHooks(t, cfg, src, Hooks{})
+	return runForwarderWithObserver(t, cfg, src, NopObserver{})
 }
 
-func runForwarderWithHooks(t *testing.T, cfg Config, src Source, hooks Hooks) (*Forwarder, context.CancelFunc) {
+func runForwarderWithObserver(t *testing.T, cfg Config, src Source, obs Observer) (*Forwarder, context.CancelFunc) {
 	t.Helper()
+	cfg.Observer = obs
 	if cfg.Tenant == "" {
 		cfg.Tenant = "t1"
 	}
@@ -125,7 +126,6 @@ func runForwarderWithHooks(t *testing.T, cfg Config, src Source, hooks Hooks) (*
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	f.SetHooks(hooks)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()

@@ -67,13 +67,13 @@ func TestUnansweredPublishEndsTheSession(t *testing.T) {
 	t.Cleanup(b.down)
 
 	var timeouts atomic.Int64
-	f, _ := runForwarderWithHooks(t, Config{Broker: b.URL, InFlight: 5, PubackTimeout: time.Second,
+	f, _ := runForwarderWithObserver(t, Config{Broker: b.URL, InFlight: 5, PubackTimeout: time.Second,
 		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, o,
-		Hooks{PubackTimeout: func(lane outbox.Lane) {
+		pubackTimeouts(func(lane outbox.Lane) {
 			if lane == outbox.Events {
 				timeouts.Add(1)
 			}
-		}})
+		}))
 	for i := range 5 {
 		if err := o.Append(ctx, []outbox.Entry{event("bowl-1", fmt.Sprint("early-", i))}, nil); err != nil {
 			t.Fatal(err)
@@ -142,3 +142,12 @@ func TestDefaultRatesAreUnderAWSQuotas(t *testing.T) {
 		t.Errorf("default PubackTimeout = %s; want a bound under a minute", c.PubackTimeout)
 	}
 }
+
+// pubackTimeouts observes the forwarder's PUBACK timeouts only.
+type pubackTimeouts func(lane outbox.Lane)
+
+func (pubackTimeouts) Published(outbox.Lane, int)            {}
+func (pubackTimeouts) Acked(outbox.Lane, int, time.Duration) {}
+func (pubackTimeouts) Connection(bool)                       {}
+func (f pubackTimeouts) PubackTimeout(lane outbox.Lane)      { f(lane) }
+func (pubackTimeouts) CloudAck(bool, int)                    {}

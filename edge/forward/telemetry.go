@@ -236,19 +236,19 @@ func (f *Forwarder) ApplyAck(ctx context.Context, payload []byte) (int, error) {
 	m, err := wire.DecodeAck(payload)
 	if err != nil {
 		f.update(func(s *wire.MQTTStatus) { s.Telemetry.AcksBad++ })
-		f.ackHook(false, 0)
+		f.cfg.Observer.CloudAck(false, 0)
 		return 0, err
 	}
 	if m.Outbox != f.src.ID() {
 		f.update(func(s *wire.MQTTStatus) { s.Telemetry.AcksIgnored++ })
-		f.ackHook(false, 0)
+		f.cfg.Observer.CloudAck(false, 0)
 		return 0, fmt.Errorf("ack for outbox %q, this gateway's is %q: %w", m.Outbox, f.src.ID(), outbox.ErrOtherOutbox)
 	}
 	acks := f.sent.acks(m.Things)
 	n, err := f.src.AckTelemetry(ctx, m.Outbox, acks)
 	if errors.Is(err, outbox.ErrOtherOutbox) {
 		f.update(func(s *wire.MQTTStatus) { s.Telemetry.AcksIgnored++ })
-		f.ackHook(false, 0)
+		f.cfg.Observer.CloudAck(false, 0)
 		return 0, err
 	}
 	if err != nil {
@@ -261,13 +261,7 @@ func (f *Forwarder) ApplyAck(ctx context.Context, payload []byte) (int, error) {
 		s.Telemetry.AckedSamples += int64(n)
 		s.Telemetry.LastAck = now
 	})
-	f.ackHook(true, n)
+	f.cfg.Observer.CloudAck(true, n)
 	f.cfg.Logger.Debug("cloud ack applied", "outbox", m.Outbox, "things", len(m.Things), "removed", n)
 	return n, nil
-}
-
-func (f *Forwarder) ackHook(applied bool, removed int) {
-	if h := f.hooks.CloudAck; h != nil {
-		h(applied, removed)
-	}
 }

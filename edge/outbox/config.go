@@ -60,6 +60,9 @@ type Config struct {
 	Elapsed func() time.Duration
 	// Logger receives drops, expiries and recovery notes. Default slog.Default().
 	Logger *slog.Logger
+	// Observer is told about commits and drops (status.Metrics); default
+	// NopObserver.
+	Observer Observer
 }
 
 func (c *Config) setDefaults() {
@@ -89,6 +92,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 }
 

@@ -43,7 +43,6 @@ type Outbox struct {
 	notify   chan struct{}
 
 	closeOnce sync.Once
-	hooks     Hooks
 
 	// reservedEnd is the end of the disk blocks reserve allocated to the
 	// file (0: none yet, or the file was rewritten).
@@ -71,16 +70,6 @@ func (o *Outbox) age() time.Duration {
 		d = o.cfg.Now().Sub(o.now0) // monotonic when both come from time.Now
 	}
 	return o.ageBase + max(0, d)
-}
-
-// Hooks observe the outbox (metrics). Every field is optional and must not
-// block.
-type Hooks struct {
-	// Committed is called after each group commit with the number of
-	// operations it carried, the entries it appended and how long it took.
-	Committed func(ops, entries int, took time.Duration)
-	// Dropped is called for every run of telemetry dropped or events expired.
-	Dropped func(lane Lane, thing string, count int, reason string)
 }
 
 type op struct {
@@ -125,9 +114,6 @@ func Open(cfg Config) (*Outbox, error) {
 	o.startWriter()
 	return o, nil
 }
-
-// SetHooks installs observation hooks; call it before using the outbox.
-func (o *Outbox) SetHooks(h Hooks) { o.hooks = h }
 
 func openChecked(cfg Config) (db *bolt.DB, err error) {
 	created := false

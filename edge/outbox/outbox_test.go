@@ -116,10 +116,9 @@ func TestSealedBatchIsStableAcrossReopen(t *testing.T) {
 
 func TestConcurrentAppendsAreGroupCommitted(t *testing.T) {
 	ctx := context.Background()
-	o := openTest(t, Config{})
 	var mu sync.Mutex
 	commits, entries := 0, 0
-	o.SetHooks(Hooks{Committed: func(ops, n int, _ time.Duration) { mu.Lock(); commits++; entries += n; mu.Unlock() }})
+	o := openTest(t, Config{Observer: commitFunc(func(ops, n int, _ time.Duration) { mu.Lock(); commits++; entries += n; mu.Unlock() })})
 	const writers, each = 16, 50
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -359,3 +358,9 @@ func TestConfigValidateNamesField(t *testing.T) {
 		}
 	}
 }
+
+// commitFunc observes the outbox's commits only.
+type commitFunc func(ops, entries int, took time.Duration)
+
+func (f commitFunc) Committed(ops, entries int, took time.Duration) { f(ops, entries, took) }
+func (commitFunc) Dropped(Lane, string, int, string)                {}

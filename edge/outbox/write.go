@@ -85,9 +85,7 @@ func (o *Outbox) commit(batch []*op) {
 	o.mu.RUnlock()
 	if err == nil {
 		o.noteDrops(drops)
-		if o.hooks.Committed != nil {
-			o.hooks.Committed(len(batch), entries, time.Since(start))
-		}
+		o.cfg.Observer.Committed(len(batch), entries, time.Since(start))
 	}
 	for i, p := range batch {
 		if err != nil {
@@ -148,7 +146,7 @@ func (o *Outbox) squeeze() error {
 	return err
 }
 
-// dropNote is one run of records dropped or expired, for Hooks.Dropped.
+// dropNote is one run of records dropped or expired, for Observer.Dropped.
 type dropNote struct {
 	lane   Lane
 	thing  string
@@ -157,10 +155,8 @@ type dropNote struct {
 }
 
 func (o *Outbox) noteDrops(drops []dropNote) {
-	if h := o.hooks.Dropped; h != nil {
-		for _, d := range drops {
-			h(d.lane, d.thing, d.count, d.reason)
-		}
+	for _, d := range drops {
+		o.cfg.Observer.Dropped(d.lane, d.thing, d.count, d.reason)
 	}
 }
 

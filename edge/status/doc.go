@@ -2,7 +2,8 @@
 // loopback: GET /healthz (liveness), GET /status (a JSON wire.GatewayStatus: backlog and
 // oldest record per lane, drops, disk use, connection state, last PUBACK,
 // and in "acks" the telemetry waiting for the cloud's acknowledgement)
-// and GET /metrics (Prometheus text, from the hooks in metrics.go).
+// and GET /metrics (Prometheus text, from Metrics, the outbox's and the
+// forwarder's Observer, in metrics.go).
 //
 // It has no authentication, so it answers only requests whose Host is
 // localhost, a loopback address, the address it was reached on, or a name

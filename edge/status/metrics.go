@@ -9,7 +9,8 @@ import (
 	"github.com/bowline-iot/bowline/edge/outbox"
 )
 
-// Metrics turns outbox and forwarder hooks into Prometheus metrics.
+// Metrics is the outbox's and the forwarder's Observer: it turns what they
+// report into Prometheus metrics.
 type Metrics struct {
 	appended    *prometheus.CounterVec
 	commits     prometheus.Counter
@@ -77,44 +78,53 @@ func NewMetrics(reg prometheus.Registerer, stats func() (outbox.Stats, error)) *
 	return m
 }
 
-// OutboxHooks returns the hooks to install with Outbox.SetHooks.
-func (m *Metrics) OutboxHooks() outbox.Hooks {
-	return outbox.Hooks{
-		Committed: func(_, entries int, took time.Duration) {
-			m.commits.Inc()
-			m.commitSecs.Observe(took.Seconds())
-			m.appended.WithLabelValues("all").Add(float64(entries))
-		},
-		Dropped: func(lane outbox.Lane, _ string, n int, reason string) {
-			m.dropped.WithLabelValues(lane.String(), reason).Add(float64(n))
-		},
-	}
+var (
+	_ outbox.Observer  = (*Metrics)(nil)
+	_ forward.Observer = (*Metrics)(nil)
+)
+
+// Committed implements outbox.Observer.
+func (m *Metrics) Committed(_, entries int, took time.Duration) {
+	m.commits.Inc()
+	m.commitSecs.Observe(took.Seconds())
+	m.appended.WithLabelValues("all").Add(float64(entries))
 }
 
-// ForwardHooks returns the hooks to install with Forwarder.SetHooks.
-func (m *Metrics) ForwardHooks() forward.Hooks {
-	return forward.Hooks{
-		Published: func(lane outbox.Lane, _ int) { m.published.WithLabelValues(lane.String()).Inc() },
-		Acked: func(lane outbox.Lane, n int, rtt time.Duration) {
-			m.acked.WithLabelValues(lane.String()).Add(float64(n))
-			m.pubackSecs.Observe(rtt.Seconds())
-		},
-		PubackTimeout: func(lane outbox.Lane) { m.pubackLate.WithLabelValues(lane.String()).Inc() },
-		CloudAck: func(applied bool, removed int) {
-			result := "ignored"
-			if applied {
-				result = "applied"
-			}
-			m.cloudAcks.WithLabelValues(result).Inc()
-			m.cloudAcked.Add(float64(removed))
-		},
-		Connection: func(up bool) {
-			if up {
-				m.connected.Set(1)
-				m.connections.Inc()
-				return
-			}
-			m.connected.Set(0)
-		},
+// Dropped implements outbox.Observer.
+func (m *Metrics) Dropped(lane outbox.Lane, _ string, n int, reason string) {
+	m.dropped.WithLabelValues(lane.String(), reason).Add(float64(n))
+}
+
+// Published implements forward.Observer.
+func (m *Metrics) Published(lane outbox.Lane, _ int) {
+	m.published.WithLabelValues(lane.String()).Inc()
+}
+
+// Acked implements forward.Observer.
+func (m *Metrics) Acked(lane outbox.Lane, n int, rtt time.Duration) {
+	m.acked.WithLabelValues(lane.String()).Add(float64(n))
+	m.pubackSecs.Observe(rtt.Seconds())
+}
+
+// PubackTimeout implements forward.Observer.
+func (m *Metrics) PubackTimeout(lane outbox.Lane) { m.pubackLate.WithLabelValues(lane.String()).Inc() }
+
+// CloudAck implements forward.Observer.
+func (m *Metrics) CloudAck(applied bool, removed int) {
+	result := "ignored"
+	if applied {
+		result = "applied"
 	}
+	m.cloudAcks.WithLabelValues(result).Inc()
+	m.cloudAcked.Add(float64(removed))
+}
+
+// Connection implements forward.Observer.
+func (m *Metrics) Connection(up bool) {
+	if up {
+		m.connected.Set(1)
+		m.connections.Inc()
+		return
+	}
+	m.connected.Set(0)
 }

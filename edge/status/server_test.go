@@ -30,8 +30,8 @@ func get(t *testing.T, url string) (int, string) {
 func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, func() (outbox.Stats, error) { return outbox.Stats{Events: outbox.LaneStats{Records: 3}}, nil })
-	m.ForwardHooks().Connection(true)
-	m.ForwardHooks().PubackTimeout(outbox.Events)
+	m.Connection(true)
+	m.PubackTimeout(outbox.Events)
 	now := time.Now()
 	s, err := Listen(Config{Addr: "127.0.0.1:0", Gatherer: reg, Report: func(context.Context) (wire.GatewayStatus, error) {
 		return wire.GatewayStatus{Tenant: "t1", Lanes: wire.LanesStatus{Events: LaneFrom(outbox.LaneStats{Records: 3, Oldest: now.Add(-time.Minute)}, now)}}, nil

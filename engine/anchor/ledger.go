@@ -49,9 +49,25 @@ type Config struct {
 	Logger *slog.Logger
 	// Now stamps anchored_at; nil means time.Now.
 	Now func() time.Time
+	// Observer is told about every round that completes (Metrics);
+	// default NopObserver.
+	Observer Observer
 }
 
-// Validate reports the first missing field.
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+}
+
+// Validate reports the first missing field; it does not change c.
 func (c Config) Validate() error {
 	switch {
 	case c.Client == nil:
@@ -68,16 +84,11 @@ func (c Config) Validate() error {
 // several anchor jobs may run at once: anchors are conditional puts.
 type Ledger struct{ cfg Config }
 
-// New returns a Ledger for cfg.
+// New fills cfg's defaults, validates it and returns a Ledger.
 func New(cfg Config) (*Ledger, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	return &Ledger{cfg: cfg}, nil
 }
@@ -389,6 +400,7 @@ func (l *Ledger) Round(ctx context.Context) (RoundReport, error) {
 		}
 	}
 	rep.Elapsed = time.Since(start)
+	l.cfg.Observer.RoundDone(rep, l.cfg.Now())
 	return rep, nil
 }
 

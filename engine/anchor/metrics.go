@@ -2,11 +2,28 @@ package anchor
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics exports what anchor rounds did. Tenants are not a label
+// Observer is told about every anchor round that completes (Metrics).
+// Calls must not block. Embed NopObserver to observe only some calls.
+type Observer interface {
+	// RoundDone: a round ended at end with report rep.
+	RoundDone(rep RoundReport, end time.Time)
+}
+
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) RoundDone(RoundReport, time.Time) {}
+
+var _ Observer = (*Metrics)(nil)
+
+// Metrics is an Observer that exports what anchor rounds did. Tenants are not a label
 // (unbounded cardinality); the logs name them.
 type Metrics struct {
 	rounds   prometheus.Counter
@@ -35,12 +52,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// Observe records one completed round that ended at unix seconds.
-func (m *Metrics) Observe(rep RoundReport, unix float64) {
+// RoundDone records one completed round that ended at end.
+func (m *Metrics) RoundDone(rep RoundReport, end time.Time) {
 	m.rounds.Inc()
 	m.anchored.Add(float64(rep.Anchored))
 	m.broken.Set(float64(len(rep.Broken)))
 	m.failed.Set(float64(len(rep.Failed)))
-	m.last.Set(unix)
+	m.last.Set(float64(end.UnixNano()) / 1e9)
 	m.duration.Observe(rep.Elapsed.Seconds())
 }

@@ -33,12 +33,26 @@ type Config struct {
 	Subscriptions []engine.Subscription
 	// WaitTime is the long-poll wait. Default 10s.
 	WaitTime time.Duration
-	// Logger defaults to slog.Default(); Metrics may be nil.
-	Logger  *slog.Logger
-	Metrics *Metrics
+	// Logger defaults to slog.Default(); Observer to NopObserver (Metrics
+	// is the Prometheus one).
+	Logger   *slog.Logger
+	Observer Observer
 }
 
-// Validate checks the config.
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
+	if c.WaitTime == 0 {
+		c.WaitTime = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+}
+
+// Validate checks the config; it does not change it.
 func (c Config) Validate() error {
 	if c.Queue == nil || c.QueueURL == "" {
 		return errors.New("record-change config: Queue and QueueURL are required")
@@ -54,7 +68,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Metrics counts what the consumer does.
+// Metrics is an Observer that counts what the consumer does in Prometheus.
 type Metrics struct {
 	handled   *prometheus.CounterVec
 	bad       prometheus.Counter
@@ -79,16 +93,11 @@ type Consumer struct {
 	subs []engine.Subscription
 }
 
-// New returns a Consumer for cfg.
+// New fills cfg's defaults, validates it and returns a Consumer.
 func New(cfg Config) (*Consumer, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.WaitTime == 0 {
-		cfg.WaitTime = 10 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
 	}
 	var subs []engine.Subscription
 	for _, s := range cfg.Subscriptions {
@@ -134,13 +143,11 @@ func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) {
 	switch {
 	case err != nil:
 		c.log.Error("record change does not decode; dropping it", "message_id", aws.ToString(m.MessageId), "err", err)
-		if c.cfg.Metrics != nil {
-			c.cfg.Metrics.bad.Inc()
-		}
+		c.cfg.Observer.BadRecord()
 	default:
 		subs := engine.Match(c.subs, engine.BestEffort, env.Type)
-		if len(subs) == 0 && c.cfg.Metrics != nil {
-			c.cfg.Metrics.unmatched.WithLabelValues(env.Type).Inc()
+		if len(subs) == 0 {
+			c.cfg.Observer.Unmatched(env.Type)
 		}
 		hctx := ctx
 		if env.Tenant != "" {
@@ -152,9 +159,7 @@ func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) {
 				outcome = "error"
 				c.log.Warn("best-effort handler failed", "subscription", s.Name, "type", env.Type, "err", err)
 			}
-			if c.cfg.Metrics != nil {
-				c.cfg.Metrics.handled.WithLabelValues(s.Name, outcome).Inc()
-			}
+			c.cfg.Observer.Handled(s.Name, outcome)
 		}
 	}
 	if _, err := c.cfg.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {

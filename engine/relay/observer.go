@@ -7,7 +7,8 @@ import (
 )
 
 // Observer hears what the relay does; Metrics is the Prometheus one. Its
-// methods must be safe for concurrent use and must not block.
+// methods must be safe for concurrent use and must not block. Embed
+// NopObserver to observe only some calls.
 type Observer interface {
 	// Forwarded counts messages SQS accepted.
 	Forwarded(n int)
@@ -28,15 +29,18 @@ type Observer interface {
 	Lag(d time.Duration)
 }
 
-type nopObserver struct{}
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
 
-func (nopObserver) Forwarded(int)     {}
-func (nopObserver) Filtered(int)      {}
-func (nopObserver) TransformFailed()  {}
-func (nopObserver) Rejected()         {}
-func (nopObserver) SendError()        {}
-func (nopObserver) DeadLettered()     {}
-func (nopObserver) Lag(time.Duration) {}
+var _ Observer = NopObserver{}
+
+func (NopObserver) Forwarded(int)     {}
+func (NopObserver) Filtered(int)      {}
+func (NopObserver) TransformFailed()  {}
+func (NopObserver) Rejected()         {}
+func (NopObserver) SendError()        {}
+func (NopObserver) DeadLettered()     {}
+func (NopObserver) Lag(time.Duration) {}
 
 // Metrics is an Observer that exports Prometheus metrics labelled by pipe.
 type Metrics struct {

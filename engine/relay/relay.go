@@ -63,11 +63,11 @@ type Config struct {
 	ShardRefresh time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Observer defaults to one that does nothing.
+	// Observer defaults to NopObserver.
 	Observer Observer
 }
 
-// Validate checks the config.
+// Validate checks the config; it does not change it.
 func (c Config) Validate() error {
 	if err := c.Pipe.Validate(); err != nil {
 		return fmt.Errorf("relay config: %w", err)
@@ -97,26 +97,31 @@ type Relay struct {
 	backoff backoff.Policy // between sends SQS refused
 }
 
-// New returns a Relay for cfg.
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
+	if c.PollInterval == 0 {
+		c.PollInterval = 250 * time.Millisecond
+	}
+	if c.ShardRefresh == 0 {
+		c.ShardRefresh = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+}
+
+// New fills cfg's defaults, validates it and returns a Relay.
 func New(cfg Config) (*Relay, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	p, err := Compile(cfg.Pipe)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 250 * time.Millisecond
-	}
-	if cfg.ShardRefresh == 0 {
-		cfg.ShardRefresh = 5 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
 	}
 	return &Relay{cfg: cfg, pipe: p, log: cfg.Logger.With("pipe", cfg.Pipe.Name), obs: cfg.Observer, backoff: retry}, nil
 }

@@ -60,7 +60,7 @@ func (q *router) letters() []DeadLetter {
 }
 
 type countingObserver struct {
-	nopObserver
+	NopObserver
 	deadLettered atomic.Int64
 }
 
@@ -101,7 +101,7 @@ func groupOrder(f *enginetest.FIFO, group string) []string {
 func TestPartialBatchFailureKeepsGroupOrder(t *testing.T) {
 	f := enginetest.NewFIFO(enginetest.FIFOConfig{})
 	f.InjectSendFailure("a2", 2)
-	r := sendRelay(t, &router{fifo: f}, f.URL, nopObserver{})
+	r := sendRelay(t, &router{fifo: f}, f.URL, NopObserver{})
 	var msgs []Message
 	for _, id := range []string{"a1", "b1", "a2", "b2", "a3", "b3", "a4", "a5"} {
 		msgs = append(msgs, msg("tenant-"+id[:1], id, `{"id":"`+id+`"}`))
@@ -124,7 +124,7 @@ func TestPartialBatchFailureKeepsGroupOrder(t *testing.T) {
 // (BatchRequestTooLong); the relay must split them, not retry for ever.
 func TestBatchOverSizeLimitIsSplit(t *testing.T) {
 	f := enginetest.NewFIFO(enginetest.FIFOConfig{})
-	r := sendRelay(t, &router{fifo: f}, f.URL, nopObserver{})
+	r := sendRelay(t, &router{fifo: f}, f.URL, NopObserver{})
 	var msgs []Message
 	for i := range 10 {
 		id := fmt.Sprintf("e%d", i)
@@ -198,7 +198,7 @@ func TestBodyEscapesCharactersSQSRefuses(t *testing.T) {
 		t.Fatalf("body holds a character SQS refuses at byte %d: %q", i, m.Body)
 	}
 	f := enginetest.NewFIFO(enginetest.FIFOConfig{})
-	r := sendRelay(t, &router{fifo: f}, f.URL, nopObserver{})
+	r := sendRelay(t, &router{fifo: f}, f.URL, NopObserver{})
 	if err := r.send(t.Context(), []Message{m}); err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 
 // countObs counts transform failures and forwards.
 type countObs struct {
-	nopObserver
+	NopObserver
 	mu                          sync.Mutex
 	failed, forwarded, filtered int
 }

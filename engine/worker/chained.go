@@ -9,7 +9,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/ddbjson"
 )
 
-// Why decodeChained refused a body (Observer: RefusalObserver.NotChained).
+// Why decodeChained refused a body (Observer.NotChained).
 const (
 	// NotChainedKey: pk or sk is not an event row's key (engine.ParseEventKey).
 	NotChainedKey = "key"

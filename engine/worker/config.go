@@ -188,12 +188,12 @@ type Config struct {
 	// ShutdownGrace is how long in-flight handlers may run after Run's
 	// context ends before their contexts are cancelled. Default 10s.
 	ShutdownGrace time.Duration
-	// Logger defaults to slog.Default(); Observer to one doing nothing.
+	// Logger defaults to slog.Default(); Observer to NopObserver.
 	Logger   *slog.Logger
 	Observer Observer
 }
 
-// Validate checks the config.
+// Validate checks the config; it does not change it.
 func (c Config) Validate() error {
 	switch {
 	case c.Queue == nil || c.QueueURL == "" || c.DLQURL == "":
@@ -214,7 +214,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker config: Heartbeat %v must be shorter than Lease %v", c.Heartbeat, c.Lease)
 	}
 	d := c
-	d.defaults()
+	d.setDefaults()
 	if worst := time.Duration(d.MaxAttempts) * (d.MaxRunTime + d.RetryBackoffMax); worst > MaxHold/retryHoldShare {
 		return fmt.Errorf("worker config: MaxAttempts %d x (MaxRunTime %v + RetryBackoffMax %v) = %v: %w",
 			d.MaxAttempts, d.MaxRunTime, d.RetryBackoffMax, worst, ErrRetryPastHold)
@@ -227,7 +227,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c *Config) defaults() {
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
 		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), ulid.Make().String()[20:])
@@ -281,6 +282,6 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	if c.Observer == nil {
-		c.Observer = nopObserver{}
+		c.Observer = NopObserver{}
 	}
 }

@@ -81,7 +81,7 @@ func (w *Worker) deleteBatch(msgs []*message) {
 		if err == nil {
 			break
 		}
-		w.fault().InfraRetry("DeleteMessageBatch")
+		w.obs.InfraRetry("DeleteMessageBatch")
 		_ = backoff.Sleep(context.Background(), policy.Delay(attempt))
 	}
 	if err != nil {

@@ -274,7 +274,7 @@ func (w *Worker) retry(ctx context.Context, what string, log *slog.Logger, final
 		if err == nil || final(err) || ctx.Err() != nil {
 			return err
 		}
-		w.fault().InfraRetry(what)
+		w.obs.InfraRetry(what)
 		delay := w.infra.Delay(attempt)
 		if attempt == 0 || delay >= w.cfg.InfraBackoffMax {
 			log.Warn(what+" failed; retrying with the message held", "err", err, "attempt", attempt+1, "retry_in", delay)
@@ -365,9 +365,7 @@ func (w *Worker) poison(ctx context.Context, m *message, receives int, cause err
 	}
 	w.obs.Poison()
 	if refused != nil {
-		if r, ok := w.obs.(RefusalObserver); ok {
-			r.NotChained(refused.Reason)
-		}
+		w.obs.NotChained(refused.Reason)
 	}
 	return w.delete(m)
 }

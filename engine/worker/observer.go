@@ -24,7 +24,8 @@ const (
 )
 
 // Observer hears what the worker does; Metrics is the Prometheus one. Its
-// methods must be safe for concurrent use and must not block.
+// methods must be safe for concurrent use and must not block. Embed
+// NopObserver to observe only some calls.
 type Observer interface {
 	Received(n int)
 	Claim(subscription, outcome string)
@@ -34,12 +35,9 @@ type Observer interface {
 	Unmatched(eventType string)
 	Deleted()
 	ForwardedToDLQ()
-}
 
-// FaultObserver is an optional extension of Observer: when the Observer
-// also implements it, the worker reports how it rides out faults. Its
-// methods must be safe for concurrent use and must not block.
-type FaultObserver interface {
+	// How the worker rides out faults:
+
 	// InfraRetry counts a retry of an operation ("claim", "complete",
 	// "DeleteMessageBatch", ...) after an infrastructure fault, with the
 	// message held.
@@ -49,39 +47,57 @@ type FaultObserver interface {
 	// Abandoned counts messages left to lapse because a handler of their
 	// group overran MaxRunTime.
 	Abandoned(n int)
-}
 
-// RefusalObserver is an optional extension of Observer: when the Observer
-// also implements it, the worker reports each body it refused because it
-// is not a chained event row, with the reason (NotChainedKey, ...), besides
-// counting it as a poison pill. Its method must be safe for concurrent use
-// and must not block.
-type RefusalObserver interface {
+	// NotChained counts each body refused because it is not a chained
+	// event row, with the reason (NotChainedKey, ...), besides Poison.
 	NotChained(reason string)
 }
 
-// fault returns the observer's FaultObserver, or one doing nothing.
-func (w *Worker) fault() FaultObserver {
-	if f, ok := w.obs.(FaultObserver); ok {
-		return f
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+func (NopObserver) Received(int)                          {}
+func (NopObserver) Claim(string, string)                  {}
+func (NopObserver) Handled(string, string, time.Duration) {}
+func (NopObserver) DeadLetter(string)                     {}
+func (NopObserver) Poison()                               {}
+func (NopObserver) Unmatched(string)                      {}
+func (NopObserver) Deleted()                              {}
+func (NopObserver) ForwardedToDLQ()                       {}
+func (NopObserver) InfraRetry(string)                     {}
+func (NopObserver) Extended(int)                          {}
+func (NopObserver) Abandoned(int)                         {}
+func (NopObserver) NotChained(string)                     {}
+
+// Observers returns an Observer that tells each of obs in turn.
+func Observers(obs ...Observer) Observer { return multiObserver(obs) }
+
+type multiObserver []Observer
+
+func (m multiObserver) each(f func(Observer)) {
+	for _, o := range m {
+		f(o)
 	}
-	return nopObserver{}
 }
 
-type nopObserver struct{}
-
-func (nopObserver) InfraRetry(string) {}
-func (nopObserver) Extended(int)      {}
-func (nopObserver) Abandoned(int)     {}
-
-func (nopObserver) Received(int)                          {}
-func (nopObserver) Claim(string, string)                  {}
-func (nopObserver) Handled(string, string, time.Duration) {}
-func (nopObserver) DeadLetter(string)                     {}
-func (nopObserver) Poison()                               {}
-func (nopObserver) Unmatched(string)                      {}
-func (nopObserver) Deleted()                              {}
-func (nopObserver) ForwardedToDLQ()                       {}
+func (m multiObserver) Received(n int) { m.each(func(o Observer) { o.Received(n) }) }
+func (m multiObserver) Claim(sub, outcome string) {
+	m.each(func(o Observer) { o.Claim(sub, outcome) })
+}
+func (m multiObserver) Handled(sub, outcome string, d time.Duration) {
+	m.each(func(o Observer) { o.Handled(sub, outcome, d) })
+}
+func (m multiObserver) DeadLetter(sub string)    { m.each(func(o Observer) { o.DeadLetter(sub) }) }
+func (m multiObserver) Poison()                  { m.each(func(o Observer) { o.Poison() }) }
+func (m multiObserver) Unmatched(typ string)     { m.each(func(o Observer) { o.Unmatched(typ) }) }
+func (m multiObserver) Deleted()                 { m.each(func(o Observer) { o.Deleted() }) }
+func (m multiObserver) ForwardedToDLQ()          { m.each(func(o Observer) { o.ForwardedToDLQ() }) }
+func (m multiObserver) InfraRetry(op string)     { m.each(func(o Observer) { o.InfraRetry(op) }) }
+func (m multiObserver) Extended(n int)           { m.each(func(o Observer) { o.Extended(n) }) }
+func (m multiObserver) Abandoned(n int)          { m.each(func(o Observer) { o.Abandoned(n) }) }
+func (m multiObserver) NotChained(reason string) { m.each(func(o Observer) { o.NotChained(reason) }) }
 
 // Metrics is an Observer exporting Prometheus metrics.
 type Metrics struct {
@@ -143,8 +159,4 @@ func (m *Metrics) Handled(sub, outcome string, d time.Duration) {
 	}
 }
 
-var (
-	_ Observer        = (*Metrics)(nil)
-	_ FaultObserver   = (*Metrics)(nil)
-	_ RefusalObserver = (*Metrics)(nil)
-)
+var _ Observer = (*Metrics)(nil)

@@ -45,7 +45,7 @@ func (w *Worker) keepOnce(now time.Time) {
 			continue
 		}
 		lost := p.abandonLocked(m.lane, m)
-		w.fault().Abandoned(len(lost))
+		w.obs.Abandoned(len(lost))
 		w.log.Error("handler overran its maximum run time; no longer extending its group's messages, which SQS will redeliver",
 			"message_id", m.id, "group", m.group, "max_run_time", w.cfg.MaxRunTime, "messages", len(lost))
 	}
@@ -63,7 +63,7 @@ func (w *Worker) keepOnce(now time.Time) {
 	defer cancel()
 	start := time.Now()
 	failed := w.changeVisibility(ctx, due)
-	w.fault().Extended(len(due) - len(failed))
+	w.obs.Extended(len(due) - len(failed))
 	p.mu.Lock()
 	for _, c := range due {
 		if err, bad := failed[c.m]; bad {

@@ -34,12 +34,12 @@ type Worker struct {
 	stopping   context.Context
 }
 
-// New returns a Worker for cfg.
+// New fills cfg's defaults, validates it and returns a Worker.
 func New(cfg Config) (*Worker, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.defaults()
 	var durable []engine.Subscription
 	for _, s := range cfg.Subscriptions {
 		if s.Lane == engine.Durable {

@@ -387,7 +387,7 @@ func TestLeaseTooLongRefused(t *testing.T) {
 
 // countingObserver counts events by name for assertions.
 type countingObserver struct {
-	nopObserver
+	NopObserver
 	mu sync.Mutex
 	n  map[string]int
 }
@@ -413,7 +413,7 @@ func (o *countingObserver) Abandoned(n int) {
 	o.n["abandoned"] += n
 }
 
-var _ FaultObserver = (*countingObserver)(nil)
+var _ Observer = (*countingObserver)(nil)
 
 // TestHeartbeatKeepsLongHandler: a handler that runs two leases long and
 // longer than the queue's visibility timeout (5s), with a second worker

@@ -134,7 +134,7 @@ func (l *link) sendAck(cum uint32, resend bool) {
 		l.b.stats.resends.Add(1)
 	}
 	l.send(frame.Ack{Cumulative: cum, Resend: resend})
-	l.cfg.Hooks.AckSent(l.deviceName(), cum, resend)
+	l.cfg.Observer.AckSent(l.deviceName(), cum, resend)
 }
 
 func (l *link) sendTimeSync() {
@@ -156,7 +156,7 @@ func (l *link) sendTimeSync() {
 func (l *link) readLoop(ctx context.Context, r io.Reader, records chan<- Record) error {
 	d := frame.NewDecoder(r)
 	d.OnDrop = func(r frame.Reason, err error) {
-		l.cfg.Hooks.FrameDropped(decodeReason(r))
+		l.cfg.Observer.FrameDropped(decodeReason(r))
 		l.cfg.Logger.Debug("bridge dropped frame", "reason", r, "err", err)
 	}
 	for {
@@ -185,19 +185,19 @@ func (l *link) handle(ctx context.Context, f frame.Frame, records chan<- Record)
 		l.mu.Unlock()
 		if ok {
 			off, rtt := l.clk.observe(sent, now, l.clk.unwrap(f.UptimeMillis))
-			l.cfg.Hooks.ClockOffset(dev, off, rtt)
+			l.cfg.Observer.ClockOffset(dev, off, rtt)
 		}
 		return true
 	}
 	if !f.Type().Sequenced() {
-		l.cfg.Hooks.FrameDropped(DropUnexpectedType)
+		l.cfg.Observer.FrameDropped(DropUnexpectedType)
 		return true
 	}
 	l.mu.Lock()
 	dev, epoch, ok := l.device, l.epoch, l.haveHello
 	l.mu.Unlock()
 	if !ok {
-		l.cfg.Hooks.FrameDropped(DropBeforeHello)
+		l.cfg.Observer.FrameDropped(DropBeforeHello)
 		return true
 	}
 	switch {
@@ -212,7 +212,7 @@ func (l *link) handle(ctx context.Context, f frame.Frame, records chan<- Record)
 		l.expected++
 	case seqLE(f.Seq, l.expected-1):
 		l.b.stats.duplicates.Add(1)
-		l.cfg.Hooks.Duplicate(dev, f.Seq)
+		l.cfg.Observer.Duplicate(dev, f.Seq)
 		l.mu.Lock()
 		again := now.Sub(l.lastReack) >= l.cfg.ResendInterval
 		if again {
@@ -225,7 +225,7 @@ func (l *link) handle(ctx context.Context, f frame.Frame, records chan<- Record)
 		}
 	default:
 		l.b.stats.gaps.Add(1)
-		l.cfg.Hooks.SequenceGap(dev, l.expected, f.Seq)
+		l.cfg.Observer.SequenceGap(dev, l.expected, f.Seq)
 		l.mu.Lock()
 		again := l.resendFor != l.expected || now.Sub(l.lastResend) >= l.cfg.ResendInterval
 		if again {
@@ -260,7 +260,7 @@ func (l *link) hello(now time.Time, f frame.Frame, h frame.Hello) {
 	if first || !seqLE(f.Seq, l.expected) {
 		if !first {
 			l.b.stats.gaps.Add(1)
-			l.cfg.Hooks.SequenceGap(h.DeviceID, l.expected, f.Seq)
+			l.cfg.Observer.SequenceGap(h.DeviceID, l.expected, f.Seq)
 		}
 		l.expected = f.Seq
 		l.durable = f.Seq - 1
@@ -316,14 +316,14 @@ func (l *link) deliver(ctx context.Context, batch []Record) bool {
 		err := l.cfg.Sink.Deliver(ctx, batch)
 		if err == nil {
 			l.b.stats.delivered.Add(uint64(len(batch)))
-			l.cfg.Hooks.Delivered(dev, len(batch), time.Since(start))
+			l.cfg.Observer.Delivered(dev, len(batch), time.Since(start))
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
 		}
 		l.b.stats.deliverErrors.Add(1)
-		l.cfg.Hooks.DeliverFailed(dev, err)
+		l.cfg.Observer.DeliverFailed(dev, err)
 		l.cfg.Logger.Warn("bridge: sink failed, retrying", "device", dev, "first_seq", batch[0].Seq, "records", len(batch), "retry_in", backoff, "err", err)
 		t := time.NewTimer(backoff)
 		select {

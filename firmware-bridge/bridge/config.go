@@ -12,8 +12,8 @@ type Config struct {
 	Sink Sink
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Hooks observes the bridge; default none. See NewMetrics.
-	Hooks Hooks
+	// Observer observes the bridge; default NopObserver. See NewMetrics.
+	Observer Observer
 	// MaxBatch is the most records per Deliver; default 64.
 	MaxBatch int
 	// TimeSyncInterval is how often a TimeSync goes to the MCU to
@@ -36,8 +36,8 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Hooks == nil {
-		c.Hooks = NopHooks{}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 64

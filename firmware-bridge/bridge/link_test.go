@@ -101,7 +101,7 @@ func TestGapDuplicateAndBeforeHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br, m := startBridge(t, bridge.Config{Sink: sink, Hooks: met, ResendInterval: time.Nanosecond})
+	br, m := startBridge(t, bridge.Config{Sink: sink, Observer: met, ResendInterval: time.Nanosecond})
 	m.send(9, temp(9)) // before hello: dropped
 	m.send(10, hello)
 	m.send(10, temp(10))

@@ -8,8 +8,8 @@ import (
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 )
 
-// Metrics is a Hooks that records Prometheus metrics. Pass it as
-// Config.Hooks. Device ids are labels: a gateway serves a handful of bowls.
+// Metrics is an Observer that records Prometheus metrics. Pass it as
+// Config.Observer. Device ids are labels: a gateway serves a handful of bowls.
 type Metrics struct {
 	dropped    *prometheus.CounterVec
 	gaps       *prometheus.CounterVec
@@ -22,7 +22,7 @@ type Metrics struct {
 	rtt        *prometheus.GaugeVec
 }
 
-var _ Hooks = (*Metrics)(nil)
+var _ Observer = (*Metrics)(nil)
 
 // NewMetrics registers the bridge's metrics (prefix bowline_bridge_) with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {

@@ -48,15 +48,11 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
-// Validate fills defaults and checks the configuration.
-func (c *Config) Validate() error {
+// setDefaults fills the zero fields with their defaults; Root's is found
+// on disk, so it may fail.
+func (c *Config) setDefaults() error {
 	if c.Services == nil {
 		c.Services = AllServices
-	}
-	for _, s := range c.Services {
-		if !slices.Contains(AllServices, s) {
-			return fmt.Errorf("localstack: unknown service %q (want one of %v)", s, AllServices)
-		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -70,6 +66,19 @@ func (c *Config) Validate() error {
 			return err
 		}
 		c.Root = root
+	}
+	return nil
+}
+
+// Validate checks the configuration; it does not change it.
+func (c Config) Validate() error {
+	for _, s := range c.Services {
+		if !slices.Contains(AllServices, s) {
+			return fmt.Errorf("localstack: unknown service %q (want one of %v)", s, AllServices)
+		}
+	}
+	if c.StartTimeout < 0 {
+		return fmt.Errorf("localstack: StartTimeout %v: want 0 (default) or more", c.StartTimeout)
 	}
 	return nil
 }
@@ -114,6 +123,9 @@ type Stack struct {
 // Start launches the configured services concurrently and returns once each
 // answers a real API call. On error, whatever did start is stopped again.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -39,14 +39,18 @@ type Config struct {
 	Hooks []mqtt.Hook
 }
 
-// Validate fills defaults.
-func (c *Config) Validate() error {
+// setDefaults fills the zero fields with their defaults.
+func (c *Config) setDefaults() {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:0"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// Validate checks the config; it does not change it.
+func (c Config) Validate() error {
 	for i, h := range c.Hooks {
 		if h == nil {
 			return fmt.Errorf("mqttbroker: hook %d is nil", i)
@@ -65,6 +69,7 @@ type Broker struct {
 
 // Start starts a broker and returns once it accepts connections.
 func Start(cfg Config) (*Broker, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

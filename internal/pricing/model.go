@@ -51,24 +51,16 @@ type Model struct {
 	GoalBowls int
 }
 
-// Validate fills defaults and checks the model.
-func (m *Model) Validate() error {
+// setDefaults fills the zero fields with their defaults.
+func (m *Model) setDefaults() {
 	if len(m.Scales) == 0 {
 		m.Scales = []int{10_000, 100_000, 1_000_000, 10_000_000}
-	}
-	for _, n := range m.Scales {
-		if n < 1 {
-			return fmt.Errorf("pricing: scale %d bowls: want > 0", n)
-		}
 	}
 	if m.BowlsPerGateway == 0 {
 		m.BowlsPerGateway = 1.5
 	}
 	if m.Kinesis == "" {
 		m.Kinesis = Provisioned
-	}
-	if m.Kinesis != Provisioned && m.Kinesis != OnDemand {
-		return fmt.Errorf("pricing: kinesis mode %q: want %s or %s", m.Kinesis, Provisioned, OnDemand)
 	}
 	if m.RetentionHours == 0 {
 		m.RetentionHours = 168
@@ -94,9 +86,23 @@ func (m *Model) Validate() error {
 	if m.GoalBowls == 0 {
 		m.GoalBowls = 1_000_000
 	}
+}
+
+// Validate checks the model; it does not change it. A zero field stands
+// for its default.
+func (m Model) Validate() error {
+	m.setDefaults()
+	for _, n := range m.Scales {
+		if n < 1 {
+			return fmt.Errorf("pricing: scale %d bowls: want > 0", n)
+		}
+	}
+	if m.Kinesis != Provisioned && m.Kinesis != OnDemand {
+		return fmt.Errorf("pricing: kinesis mode %q: want %s or %s", m.Kinesis, Provisioned, OnDemand)
+	}
 	if m.BowlsPerGateway < 0 || m.PeakFactor < 1 || m.ShardTarget <= 0 || m.ShardTarget > 1 || m.RetentionHours < 24 || m.ParallelizationFactor < 1 || m.ParallelizationFactor > 10 ||
 		m.EventsRetentionHours < 24 || m.EventsParallelizationFactor < 1 || m.EventsParallelizationFactor > 10 {
-		return fmt.Errorf("pricing: model %+v: want bowls per gateway > 0, peak >= 1, 0 < shard target <= 1, retention >= 24 h, parallelization 1..10", *m)
+		return fmt.Errorf("pricing: model %+v: want bowls per gateway > 0, peak >= 1, 0 < shard target <= 1, retention >= 24 h, parallelization 1..10", m)
 	}
 	return nil
 }
@@ -218,6 +224,7 @@ func (s scale) eventsShards(c Counts, m Model) int {
 
 // Run estimates the bill and quota loads of counts c under model m.
 func Run(c Counts, m Model) (Estimate, error) {
+	m.setDefaults()
 	if err := m.Validate(); err != nil {
 		return Estimate{}, err
 	}

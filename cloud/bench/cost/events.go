@@ -132,7 +132,7 @@ func measureEvents(ctx context.Context, env Env, n int) (eventCounts, error) {
 		fw := &atomic.Int64{}
 		forwarded[spec.Name] = fw
 		r, err := a.Relay(ctx, spec, func(c *relay.Config) {
-			c.Checkpoints, c.Tables, c.Logger, c.Observer = local, local, env.Log.With("part", "relay", "pipe", spec.Name), relayCount{fw}
+			c.Checkpoints, c.Tables, c.Logger, c.Observer = local, local, env.Log.With("part", "relay", "pipe", spec.Name), relayCount{n: fw}
 		})
 		if err != nil {
 			return eventCounts{}, fmt.Errorf("events: relay %s: %w", spec.Name, err)
@@ -382,24 +382,17 @@ func (o *ingestTimes) Emitted(string) { o.emitted.Add(1) }
 
 // relayCount counts a pipe's messages forwarded: its billed requests
 // (each well under 64 KB).
-type relayCount struct{ n *atomic.Int64 }
+type relayCount struct {
+	relay.NopObserver
+	n *atomic.Int64
+}
 
 func (r relayCount) Forwarded(n int) { r.n.Add(int64(n)) }
-func (relayCount) Filtered(int)      {}
-func (relayCount) TransformFailed()  {}
-func (relayCount) Rejected()         {}
-func (relayCount) SendError()        {}
-func (relayCount) DeadLettered()     {}
-func (relayCount) Lag(time.Duration) {}
 
 // workerCount counts the worker's deleted messages.
-type workerCount struct{ deleted atomic.Int64 }
+type workerCount struct {
+	worker.NopObserver
+	deleted atomic.Int64
+}
 
-func (*workerCount) Received(int)                          {}
-func (*workerCount) Claim(string, string)                  {}
-func (*workerCount) Handled(string, string, time.Duration) {}
-func (*workerCount) DeadLetter(string)                     {}
-func (*workerCount) Poison()                               {}
-func (*workerCount) Unmatched(string)                      {}
-func (w *workerCount) Deleted()                            { w.deleted.Add(1) }
-func (*workerCount) ForwardedToDLQ()                       {}
+func (w *workerCount) Deleted() { w.deleted.Add(1) }

@@ -359,17 +359,14 @@ func (k *ageKinesis) behind(since time.Time) (recent, worst time.Duration) {
 }
 
 // inFlightPeak keeps the rules stand-in's highest number of messages in
-// flight (rules.InFlightObserver).
+// flight (rules.Observer.InFlight).
 type inFlightPeak struct {
+	rules.NopObserver
 	mu        sync.Mutex
 	cur, peak int
 }
 
-var _ rules.InFlightObserver = (*inFlightPeak)(nil)
-
-func (p *inFlightPeak) Evaluated(string, int) {}
-func (p *inFlightPeak) Acted(string, int)     {}
-func (p *inFlightPeak) Failed(string, string) {}
+var _ rules.Observer = (*inFlightPeak)(nil)
 
 func (p *inFlightPeak) InFlight(delta int) {
 	p.mu.Lock()

@@ -62,14 +62,14 @@ func anchorCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stack.Close()
-	ledger, err := anchor.New(anchor.Config{
-		Client: stack.DynamoDB, Table: stack.Names.AnchorsTable(), Logger: log,
-		Chains: engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize)),
-	})
+	metrics, err := anchor.NewMetrics(reg)
 	if err != nil {
 		return err
 	}
-	metrics, err := anchor.NewMetrics(reg)
+	ledger, err := anchor.New(anchor.Config{
+		Client: stack.DynamoDB, Table: stack.Names.AnchorsTable(), Logger: log, Observer: metrics,
+		Chains: engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize)),
+	})
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,6 @@ func anchorCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return rep, err
 		}
-		metrics.Observe(rep, float64(time.Now().UnixNano())/1e9)
 		log.Info("anchor round", "tenants", rep.Tenants, "anchored", rep.Anchored, "unchanged", rep.Unchanged,
 			"broken", len(rep.Broken), "failed", len(rep.Failed), "elapsed", rep.Elapsed)
 		if *asJSON {

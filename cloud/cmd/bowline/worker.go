@@ -67,7 +67,7 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	var rc *recordchange.Consumer
 	if *recordChanges {
 		rc, err = stack.RecordChanges(ctx, bound, func(c *recordchange.Config) {
-			c.WaitTime, c.Metrics = *wait, recordchange.NewMetrics(reg)
+			c.WaitTime, c.Observer = *wait, recordchange.NewMetrics(reg)
 		})
 		if err != nil {
 			return err

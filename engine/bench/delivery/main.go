@@ -586,6 +586,7 @@ func countingConfig(cfg aws.Config, c *callCounter, prefix string) aws.Config {
 
 // relayWatch notes when the relay has forwarded target messages.
 type relayWatch struct {
+	relay.NopObserver
 	n, target int64
 	at        *atomic.Value
 }
@@ -595,9 +596,3 @@ func (r *relayWatch) Forwarded(n int) {
 		r.at.CompareAndSwap(nil, time.Now())
 	}
 }
-func (*relayWatch) Filtered(int)      {}
-func (*relayWatch) TransformFailed()  {}
-func (*relayWatch) Rejected()         {}
-func (*relayWatch) DeadLettered()     {}
-func (*relayWatch) SendError()        {}
-func (*relayWatch) Lag(time.Duration) {}

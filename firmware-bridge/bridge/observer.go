@@ -6,10 +6,10 @@ import (
 	"github.com/bowline-iot/bowline/firmware-bridge/frame"
 )
 
-// Hooks observes a bridge (metrics, tests). Methods are called from the
-// bridge's goroutines and must not block. Embed NopHooks to implement a
+// Observer observes a bridge (metrics, tests). Methods are called from the
+// bridge's goroutines and must not block. Embed NopObserver to implement a
 // subset.
-type Hooks interface {
+type Observer interface {
 	// FrameDropped: an invalid frame (a frame.Reason label) or a valid one
 	// the bridge cannot use ("before_hello", "unexpected_type").
 	FrameDropped(reason string)
@@ -29,18 +29,18 @@ type Hooks interface {
 	ClockOffset(device string, offset, rtt time.Duration)
 }
 
-// NopHooks does nothing.
-type NopHooks struct{}
+// NopObserver observes nothing; embed it to observe only some calls.
+type NopObserver struct{}
 
-func (NopHooks) FrameDropped(string)                              {}
-func (NopHooks) SequenceGap(string, uint32, uint32)               {}
-func (NopHooks) Duplicate(string, uint32)                         {}
-func (NopHooks) Delivered(string, int, time.Duration)             {}
-func (NopHooks) DeliverFailed(string, error)                      {}
-func (NopHooks) AckSent(string, uint32, bool)                     {}
-func (NopHooks) ClockOffset(string, time.Duration, time.Duration) {}
+func (NopObserver) FrameDropped(string)                              {}
+func (NopObserver) SequenceGap(string, uint32, uint32)               {}
+func (NopObserver) Duplicate(string, uint32)                         {}
+func (NopObserver) Delivered(string, int, time.Duration)             {}
+func (NopObserver) DeliverFailed(string, error)                      {}
+func (NopObserver) AckSent(string, uint32, bool)                     {}
+func (NopObserver) ClockOffset(string, time.Duration, time.Duration) {}
 
-var _ Hooks = NopHooks{}
+var _ Observer = NopObserver{}
 
 // Drop reasons the bridge adds to frame.Reason labels.
 const (
