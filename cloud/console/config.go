@@ -184,7 +184,8 @@ type Config struct {
 	Now    func() time.Time
 }
 
-// Validate fills defaults and reports the first missing field.
+// Validate reports the first missing or invalid field; it changes
+// nothing (New fills the defaults first, setDefaults).
 func (c *Config) Validate() error {
 	if c.OpsToken == "" {
 		return ErrNoOpsToken
@@ -212,6 +213,12 @@ func (c *Config) Validate() error {
 	case c.Refresh < 0 || c.VerifyEvery < 0 || c.SessionTTL < 0 || c.MaxEventsPerTenant < 0 || c.MaxEventBytes < 0:
 		return fmt.Errorf("%w: Refresh, VerifyEvery, SessionTTL, MaxEventsPerTenant and MaxEventBytes must not be negative", ErrConfig)
 	}
+	return nil
+}
+
+// setDefaults fills the zero fields that have a default: the limits,
+// Logger, Now and a Guard of its own.
+func (c *Config) setDefaults() error {
 	if c.MaxEventsPerTenant == 0 {
 		c.MaxEventsPerTenant = DefaultMaxEventsPerTenant
 	}

@@ -52,9 +52,12 @@ type Console struct {
 	openLetters int
 }
 
-// New validates cfg and builds the console. It makes no AWS call; Run
-// starts the reads.
+// New fills cfg's defaults, validates it and builds the console. It makes
+// no AWS call; Run starts the reads.
 func New(cfg Config) (*Console, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

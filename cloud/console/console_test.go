@@ -21,6 +21,7 @@ import (
 	"github.com/bowline-iot/bowline/engine/inbox"
 	"github.com/bowline-iot/bowline/engine/redrive"
 	"github.com/bowline-iot/bowline/internal/resources"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // Stubs for the handler tests: an empty stack.
@@ -478,5 +479,13 @@ func TestUndecodablePayloadsAreShown(t *testing.T) {
 	}
 	if want := "10 records (seq 40-49) missing"; !strings.HasPrefix(evs[1].Detail, want) || !evs[1].OnBowlClock {
 		t.Errorf("good gap: Detail %q, on the bowl clock %v; want %q, on the bowl clock", evs[1].Detail, evs[1].OnBowlClock, want)
+	}
+}
+
+// Validate only checks: the defaults are New's (setDefaults), so a Config
+// with every default left zero comes out of Validate unchanged.
+func TestValidateKeepsItsConfig(t *testing.T) {
+	if err := testkit.ValidateKeeps(t, testConfig(&countingRedriver{})); err != nil {
+		t.Errorf("Validate(test config) = %v; want nil", err)
 	}
 }
