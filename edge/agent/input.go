@@ -92,14 +92,16 @@ func serve(ctx context.Context, in Input, br runner, st *linkState, retry time.D
 			_ = conn.Close()
 		}
 		st.set(false, err)
-		if ctx.Err() != nil {
-			return
-		}
-		log("bowl link ended; reopening", "input", in.String(), "err", err, "in", retry)
+		// Said after the pause, and only if ctx still runs: when the
+		// agent stops, the far end may see the stop first and close the
+		// link before ctx's cancellation has reached this goroutine's
+		// context, and that end is no news.
 		select {
 		case <-ctx.Done():
+			return
 		case <-time.After(retry):
 		}
+		log("bowl link ended; reopening", "input", in.String(), "err", err, "after", retry)
 	}
 }
 
