@@ -187,7 +187,7 @@ func (c *Config) defaults() error {
 		c.Now = time.Now
 	}
 	if c.Guard == nil {
-		g, err := guard.New(guard.Config{Registerer: c.Registerer, Logger: c.Logger})
+		g, err := guard.New(guard.Config{Observer: guard.NewMetrics(c.Registerer), Logger: c.Logger})
 		if err != nil {
 			return fmt.Errorf("api config: %w", err)
 		}
