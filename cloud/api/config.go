@@ -91,14 +91,16 @@ type Config struct {
 	Mounts map[string]http.Handler
 	// Guard counts failed bearer and ops tokens per client address and
 	// knows the trusted proxies (cloud/guard); default a Guard with no
-	// trusted proxy whose metrics go to Registerer. Share one with the
-	// console so a source has one count.
+	// trusted proxy and no observer. Share one with the console so a
+	// source has one count.
 	Guard *guard.Guard
-	// Registerer and Gatherer hold the metrics (MetricsHandler serves the
-	// Gatherer); default a fresh registry for both (so two APIs in one test
-	// binary do not collide).
-	Registerer prometheus.Registerer
-	Gatherer   prometheus.Gatherer
+	// Observer hears every request, emit and refused webhook; default
+	// NopObserver. Metrics (NewMetrics) is the Prometheus one.
+	Observer Observer
+	// Gatherer is what MetricsHandler serves: the registry the Observer's
+	// Metrics (and the Guard's) are registered with. Default an empty
+	// registry.
+	Gatherer prometheus.Gatherer
 	// MaxBodyBytes bounds a request body; default 1 MiB.
 	MaxBodyBytes int64
 	// IdempotencyTTL is how long an order's Idempotency-Key is remembered;
@@ -157,7 +159,9 @@ func checkConsoleAddr(addr string) error {
 	return nil
 }
 
-func (c *Config) defaults() error {
+// setDefaults fills the zero fields New needs; it fails only if the
+// default Guard cannot be built.
+func (c *Config) setDefaults() error {
 	if c.Prices == nil {
 		c.Prices = DefaultPrices()
 	}
@@ -170,15 +174,11 @@ func (c *Config) defaults() error {
 	if c.IdempotencyTTL == 0 {
 		c.IdempotencyTTL = 24 * time.Hour
 	}
-	if c.Registerer == nil && c.Gatherer == nil {
-		reg := prometheus.NewRegistry()
-		c.Registerer, c.Gatherer = reg, reg
-	}
-	if c.Registerer == nil {
-		c.Registerer = prometheus.NewRegistry()
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
 	}
 	if c.Gatherer == nil {
-		c.Gatherer = prometheus.DefaultGatherer
+		c.Gatherer = prometheus.NewRegistry()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -187,7 +187,7 @@ func (c *Config) defaults() error {
 		c.Now = time.Now
 	}
 	if c.Guard == nil {
-		g, err := guard.New(guard.Config{Registerer: c.Registerer, Logger: c.Logger})
+		g, err := guard.New(guard.Config{Logger: c.Logger})
 		if err != nil {
 			return fmt.Errorf("api config: %w", err)
 		}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bowline-iot/bowline/cloud/api"
+	"github.com/bowline-iot/bowline/cloud/guard"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -27,14 +29,20 @@ type inmem struct {
 	db  *fakeDB
 }
 
-// newInmem builds an API on fakes; edit adjusts the config first.
+// newInmem builds an API on fakes, its metrics and its guard's on one
+// registry as cloud/app wires them; edit adjusts the config first.
 func newInmem(t *testing.T, edit func(*api.Config)) *inmem {
 	t.Helper()
 	m := &inmem{t: t, log: &syncBuffer{}, db: &fakeDB{}}
+	reg, log := prometheus.NewRegistry(), slog.New(slog.NewTextHandler(m.log, nil))
+	g, err := guard.New(guard.Config{Observer: guard.NewMetrics(reg), Logger: log})
+	if err != nil {
+		t.Fatalf("guard.New: %v", err)
+	}
 	cfg := api.Config{
 		Emitter: fakeEmitter{}, DB: m.db, Names: resources.Names{Stack: "inmem"},
 		Tokens: map[string]string{"tok-inmem-0123456789": "tenant-a"}, WebhookSecret: testSecret,
-		Logger: slog.New(slog.NewTextHandler(m.log, nil)),
+		Observer: api.NewMetrics(reg), Gatherer: reg, Guard: g, Logger: log,
 	}
 	if edit != nil {
 		edit(&cfg)

@@ -217,7 +217,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	var cf *engine.ConditionFailedError
 	switch {
 	case err == nil:
-		a.metrics.emitted(catalog.TypeOrderCreated)
+		a.obs.Emitted(catalog.TypeOrderCreated)
 		a.log.Info("order created", "tenant", tenant, "order", id, "event", env.ID)
 		writeRaw(w, http.StatusCreated, resp)
 	case key != "" && errors.As(err, &cf) && cf.Write == 1:
@@ -289,12 +289,12 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, tenant, key, hash s
 		return
 	}
 	if row.BodyHash != hash {
-		a.metrics.idempotency("conflict")
+		a.obs.IdempotencyRepeat(IdempotencyConflict)
 		writeError(w, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
 			fmt.Sprintf("%s %q was used with a different body (order %s)", IdempotencyKeyHeader, key, row.OrderID))
 		return
 	}
-	a.metrics.idempotency("replayed")
+	a.obs.IdempotencyRepeat(IdempotencyReplayed)
 	w.Header().Set(ReplayedHeader, "true")
 	writeRaw(w, row.Status, []byte(row.Response))
 }

@@ -79,7 +79,7 @@ func (a *API) signedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 		if errors.Is(err, ErrStaleSignature) {
 			code = CodeSignatureExpired
 		}
-		a.metrics.webhookRejected(code)
+		a.obs.WebhookRejected(code)
 		a.log.Warn("webhook rejected", "reason", code, "err", err, "remote", r.RemoteAddr)
 		writeError(w, http.StatusUnauthorized, code, err.Error())
 		return nil, false
@@ -164,7 +164,7 @@ func (a *API) payOrder(w http.ResponseWriter, r *http.Request, order Order, hook
 	var cf *engine.ConditionFailedError
 	switch {
 	case err == nil:
-		a.metrics.emitted(catalog.TypePaymentCompleted)
+		a.obs.Emitted(catalog.TypePaymentCompleted)
 		a.log.Info("order paid", "tenant", order.Tenant, "order", order.ID, "payment", d.PaymentID, "event", env.ID)
 		writeJSON(w, http.StatusOK, webhookResult{Status: "processed", OrderID: order.ID, EventID: env.ID})
 	case errors.As(err, &cf):
@@ -229,7 +229,7 @@ func (a *API) paymentLost(w http.ResponseWriter, r *http.Request, d webhookData,
 // the answer is the emit's error (503 when retryable), so the provider
 // retries and the refusal is not lost; once written, the answer is 422.
 func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order, hookID string, d webhookData, reason string) {
-	a.metrics.paymentMismatch(reason)
+	a.obs.PaymentMismatch(reason)
 	a.log.Warn("payment does not match its order; not marked paid", "reason", reason, "tenant", order.Tenant,
 		"order", order.ID, "payment", d.PaymentID, "paid_cents", *d.AmountCents, "paid_currency", d.Currency,
 		"order_cents", order.AmountCents, "order_currency", order.Currency)
@@ -243,7 +243,7 @@ func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order,
 	var dup *engine.DuplicateError
 	switch {
 	case err == nil:
-		a.metrics.emitted(catalog.TypePaymentRefused)
+		a.obs.Emitted(catalog.TypePaymentRefused)
 	case errors.As(err, &dup):
 	default:
 		a.emitFailed(w, r, fmt.Errorf("record refused payment %q for order %q: %w", d.PaymentID, order.ID, err))
@@ -301,13 +301,13 @@ func (a *API) alreadyPaid(w http.ResponseWriter, o Order, d webhookData) (done, 
 	}
 	if o.PaymentID == d.PaymentID {
 		if reason := paymentMismatch(o, *d.AmountCents, d.Currency); reason != "" {
-			a.metrics.paymentMismatch("duplicate_" + reason)
+			a.obs.PaymentMismatch("duplicate_" + reason)
 			a.log.Warn("repeated payment differs from the one that paid its order; answered duplicate",
 				"reason", "duplicate_"+reason, "tenant", o.Tenant, "order", o.ID, "payment", d.PaymentID,
 				"paid_cents", *d.AmountCents, "paid_currency", d.Currency,
 				"order_cents", o.AmountCents, "order_currency", o.Currency)
 		}
-		a.metrics.webhookDuplicate()
+		a.obs.WebhookDuplicate()
 		writeJSON(w, http.StatusOK, webhookResult{Status: "duplicate", OrderID: o.ID})
 		return true, true
 	}

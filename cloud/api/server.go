@@ -17,10 +17,10 @@ import (
 
 // API is the HTTP API. Build it with New; it is an http.Handler.
 type API struct {
-	cfg     Config
-	log     *slog.Logger
-	metrics *metrics
-	mux     *http.ServeMux
+	cfg Config
+	log *slog.Logger
+	obs Observer
+	mux *http.ServeMux
 	// tokens and opsSum are the digests of Config.Tokens and
 	// Config.OpsToken (auth.go).
 	tokens []tenantToken
@@ -32,20 +32,19 @@ type API struct {
 // usual floor for preload lists.
 const hstsMaxAge = "max-age=31536000"
 
-// New validates cfg and returns the API.
+// New fills cfg's defaults, validates it and returns the API.
 func New(cfg Config) (*API, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := cfg.defaults(); err != nil {
-		return nil, err
-	}
-	a := &API{cfg: cfg, log: cfg.Logger.With("component", "api"), metrics: newMetrics(cfg.Registerer), mux: http.NewServeMux(),
+	a := &API{cfg: cfg, log: cfg.Logger.With("component", "api"), obs: cfg.Observer, mux: http.NewServeMux(),
 		tokens: tenantTokens(cfg.Tokens), opsSum: digestOf(cfg.OpsToken), guard: cfg.Guard}
-	m := a.metrics
-	a.mux.Handle("POST /v1/orders", m.instrument("/v1/orders", a.createOrder))
-	a.mux.Handle("POST /v1/webhooks/payments", m.instrument("/v1/webhooks/payments", a.paymentWebhook))
-	a.mux.Handle("GET /v1/ops/reconcile", m.instrument("/v1/ops/reconcile", a.reconcile))
+	a.mux.Handle("POST /v1/orders", a.instrument("/v1/orders", a.createOrder))
+	a.mux.Handle("POST /v1/webhooks/payments", a.instrument("/v1/webhooks/payments", a.paymentWebhook))
+	a.mux.Handle("GET /v1/ops/reconcile", a.instrument("/v1/ops/reconcile", a.reconcile))
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -73,7 +72,8 @@ func mount(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
 	return nil
 }
 
-// MetricsHandler serves the Prometheus text of Config.Gatherer. Serve it
+// MetricsHandler serves the Prometheus text of Config.Gatherer (where
+// Config.Observer's Metrics and the guard's are registered). Serve it
 // on a listener of its own (bowline api --metrics-addr, loopback by
 // default), never on the API's.
 func (a *API) MetricsHandler() http.Handler {

@@ -108,7 +108,7 @@ func (a *App) guardFor(proxies guard.Proxies) (*guard.Guard, error) {
 	a.shared.mu.Lock()
 	defer a.shared.mu.Unlock()
 	if a.shared.guard == nil {
-		g, err := guard.New(guard.Config{Proxies: proxies, Registerer: a.Registry, Logger: a.Logger})
+		g, err := guard.New(guard.Config{Proxies: proxies, Observer: guard.NewMetrics(a.Registry), Logger: a.Logger})
 		if err != nil {
 			return nil, err
 		}

@@ -167,7 +167,7 @@ func (a *App) APIWithConsole(settings api.Settings, con http.Handler, log *slog.
 	return api.New(api.Config{
 		Emitter: a.emitter(), DB: a.DynamoDB, Names: a.Names,
 		Tokens: settings.Tokens, OpsToken: settings.OpsToken, WebhookSecret: settings.WebhookSecret, Prices: settings.Prices,
-		Reconciler: rec, Registerer: a.Registry, Gatherer: a.Registry, Logger: log,
+		Reconciler: rec, Observer: api.NewMetrics(a.Registry), Gatherer: a.Registry, Logger: log,
 		Mounts: consoleMounts(settings.ConsoleAddr, con), Guard: g,
 	})
 }

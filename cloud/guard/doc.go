@@ -19,8 +19,9 @@
 // guesses the ops token, and a client that only succeeds is never
 // refused. Failures are logged at WARN as msg=auth_failure with the kind,
 // the source and the path, never the credential (the stack template
-// counts these lines with a metric filter and alarms on them), and counted
-// in bowline_auth_failures_total and bowline_auth_refused_total.
+// counts these lines with a metric filter and alarms on them), and told,
+// with every refusal, to Config.Observer: Metrics counts them in
+// bowline_auth_failures_total and bowline_auth_refused_total.
 //
 // docs/security.md, "Brute force", says what this protects and what not.
 package guard

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults of Config.
@@ -39,7 +38,7 @@ const (
 const FailureMessage = "auth_failure"
 
 // Config configures a Guard. The zero value is usable: no trusted proxy,
-// the defaults above, no metrics registered, slog.Default().
+// the defaults above, NopObserver, slog.Default().
 type Config struct {
 	// Proxies are the trusted proxies (the load balancer).
 	Proxies Proxies
@@ -48,12 +47,35 @@ type Config struct {
 	Burst      int
 	Every      time.Duration
 	MaxSources int
-	// Registerer, when set, gets bowline_auth_failures_total and
+	// Observer hears every failure and refusal; default NopObserver.
+	// Metrics (NewMetrics) counts them in bowline_auth_failures_total and
 	// bowline_auth_refused_total.
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
+	Observer Observer
+	Logger   *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
+}
+
+// setDefaults fills the zero fields New needs.
+func (c *Config) setDefaults() {
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
+	if c.Every == 0 {
+		c.Every = DefaultEvery
+	}
+	if c.MaxSources == 0 {
+		c.MaxSources = DefaultMaxSources
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 }
 
 // Validate reports a negative setting.
@@ -67,10 +89,9 @@ func (c Config) Validate() error {
 // Guard counts failed credentials per source and refuses sources that
 // spent their tries. It is safe for concurrent use.
 type Guard struct {
-	cfg     Config
-	log     *slog.Logger
-	failed  *prometheus.CounterVec
-	refused *prometheus.CounterVec
+	cfg Config
+	log *slog.Logger
+	obs Observer
 
 	mu sync.Mutex // guards sources and every bucket in it
 	// sources are the sources that failed, least recently failed or
@@ -98,47 +119,17 @@ func (b *bucket) refill(now time.Time, burst int, every time.Duration) {
 	}
 }
 
-// New validates cfg and returns a Guard, its metrics registered.
+// New fills cfg's defaults, validates it and returns a Guard.
 func New(cfg Config) (*Guard, error) {
+	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = DefaultBurst
-	}
-	if cfg.Every == 0 {
-		cfg.Every = DefaultEvery
-	}
-	if cfg.MaxSources == 0 {
-		cfg.MaxSources = DefaultMaxSources
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	sources, err := lru.New[string, *bucket](cfg.MaxSources)
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
-	g := &Guard{
-		cfg: cfg, log: cfg.Logger, sources: sources,
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bowline_auth_failures_total", Help: "Wrong credentials presented, by kind (bearer, ops, console).",
-		}, []string{"kind"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bowline_auth_refused_total", Help: "Requests refused with 429 because their source spent its tries, by kind.",
-		}, []string{"kind"}),
-	}
-	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{g.failed, g.refused} {
-			if err := cfg.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("guard metrics: %w", err)
-			}
-		}
-	}
-	return g, nil
+	return &Guard{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, sources: sources}, nil
 }
 
 // Proxies returns the trusted proxies the Guard was built with.
@@ -171,7 +162,7 @@ func (g *Guard) Check(r *http.Request, kind string) (a Attempt, wait time.Durati
 	}
 	b.refill(now, g.cfg.Burst, g.cfg.Every)
 	if b.tokens < 1 {
-		g.refused.WithLabelValues(kind).Inc()
+		g.obs.Refused(kind)
 		return a, time.Duration((1 - b.tokens) * float64(g.cfg.Every)), false
 	}
 	return a, 0, true
@@ -192,7 +183,7 @@ func (g *Guard) Failed(a Attempt) {
 	b.tokens = max(b.tokens-1, -float64(24*time.Hour/g.cfg.Every))
 	left := max(0, int(math.Floor(b.tokens)))
 	g.mu.Unlock()
-	g.failed.WithLabelValues(a.Kind).Inc()
+	g.obs.Failed(a.Kind)
 	path := ""
 	if a.r != nil {
 		path = a.r.URL.Path

@@ -104,9 +104,9 @@ func (c *clock) add(d time.Duration) {
 
 func TestFailuresLockOutTheSourceOnly(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
-	reg := prometheus.NewRegistry()
+	met := NewMetrics(prometheus.NewRegistry())
 	var logs strings.Builder
-	g, err := New(Config{Burst: 3, Every: time.Minute, Now: clk.now, Registerer: reg,
+	g, err := New(Config{Burst: 3, Every: time.Minute, Now: clk.now, Observer: met,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +135,10 @@ func TestFailuresLockOutTheSourceOnly(t *testing.T) {
 	if _, _, ok := g.Check(attacker, KindBearer); ok {
 		t.Fatal("the try earned back was not spent by the next failure")
 	}
-	if got := testutil.ToFloat64(g.failed.WithLabelValues(KindBearer)); got != 4 {
+	if got := testutil.ToFloat64(met.failed.WithLabelValues(KindBearer)); got != 4 {
 		t.Errorf("failures counted %v, want 4", got)
 	}
-	if got := testutil.ToFloat64(g.refused.WithLabelValues(KindBearer)); got != 2 {
+	if got := testutil.ToFloat64(met.refused.WithLabelValues(KindBearer)); got != 2 {
 		t.Errorf("refusals counted %v, want 2", got)
 	}
 	// Literally: deploy/cloudformation/bowline.yaml's metric filter
