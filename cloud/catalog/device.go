@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/engine"
 )
 
 // Ingested is what ingest adds to the data of every device event it emits
@@ -57,3 +59,33 @@ type (
 		Ingested
 	}
 )
+
+// IngestedOf reads what ingest added to a device event (Ingested) from
+// env's payload, whatever its device type, for a reader that needs only
+// that (which thing, which device event). It fails for an event that is
+// not a device event and for a payload that does not decode.
+func IngestedOf(env engine.Envelope) (Ingested, error) {
+	var in Ingested
+	if _, ok := wire.DataOf(env.Type); !ok {
+		return in, fmt.Errorf("decode event %s: %s is not a device event type", env.ID, env.Type)
+	}
+	if err := env.DecodePayload(&in); err != nil {
+		return in, fmt.Errorf("decode %s: %w", env.Type, err)
+	}
+	return in, nil
+}
+
+// ThingOf is the bowl a bowl event is of: a device event's Thing
+// (IngestedOf) or a data gap's. It is "" for an event of another type, and
+// err says why a bowl event's payload did not decode.
+func ThingOf(env engine.Envelope) (string, error) {
+	if env.Type == TypeDataGap {
+		g, err := Decode[DataGap](env)
+		return g.Thing, err
+	}
+	if _, ok := wire.DataOf(env.Type); !ok {
+		return "", nil
+	}
+	in, err := IngestedOf(env)
+	return in.Thing, err
+}
