@@ -70,22 +70,26 @@ func IngestedOf(env engine.Envelope) (Ingested, error) {
 		return in, fmt.Errorf("decode event %s: %s is not a device event type", env.ID, env.Type)
 	}
 	if err := env.DecodePayload(&in); err != nil {
-		return in, fmt.Errorf("decode %s: %w", env.Type, err)
+		return Ingested{}, fmt.Errorf("decode %s: %w", env.Type, err)
 	}
 	return in, nil
 }
 
 // ThingOf is the bowl a bowl event is of: a device event's Thing
-// (IngestedOf) or a data gap's. It is "" for an event of another type, and
-// err says why a bowl event's payload did not decode.
+// (Ingested) or a data gap's. It reads that field alone, so an event whose
+// other fields do not decode is still found on its bowl. It is "" for an
+// event of another type, and err says why a bowl event's thing did not
+// decode.
 func ThingOf(env engine.Envelope) (string, error) {
-	if env.Type == TypeDataGap {
-		g, err := Decode[DataGap](env)
-		return g.Thing, err
-	}
-	if _, ok := wire.DataOf(env.Type); !ok {
+	if _, ok := wire.DataOf(env.Type); !ok && env.Type != TypeDataGap {
 		return "", nil
 	}
-	in, err := IngestedOf(env)
-	return in.Thing, err
+	// The key Ingested and DataGap share (TestThingOf holds them to it).
+	var p struct {
+		Thing string `json:"thing"`
+	}
+	if err := env.DecodePayload(&p); err != nil {
+		return "", fmt.Errorf("decode %s: %w", env.Type, err)
+	}
+	return p.Thing, nil
 }

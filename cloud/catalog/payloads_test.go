@@ -179,7 +179,13 @@ func TestThingOf(t *testing.T) {
 		{"device event", engine.Envelope{Type: catalog.TypeRefilled, Payload: map[string]any{"thing": "bowl-1", "device_event_id": "d-1", "grams_added": 10.0}}, "bowl-1", false},
 		{"data gap", engine.Envelope{Type: catalog.TypeDataGap, Payload: map[string]any{"thing": "bowl-2", "from_seq": 1.0, "to_seq": 2.0}}, "bowl-2", false},
 		{"commerce event", engine.Envelope{Type: catalog.TypeOrderCreated, Payload: map[string]any{"thing": "bowl-3"}}, "", false},
-		{"undecodable", engine.Envelope{Type: catalog.TypeEmpty, Payload: map[string]any{"thing": 5.0}}, "", true},
+		{"other fields undecodable", engine.Envelope{Type: catalog.TypeDataGap, Payload: map[string]any{"thing": "bowl-4", "from_seq": "ten"}}, "bowl-4", false},
+		{"thing undecodable", engine.Envelope{Type: catalog.TypeEmpty, Payload: map[string]any{"thing": 5.0}}, "", true},
+	}
+	for _, p := range []any{catalog.Ingested{Thing: "bowl-1"}, catalog.DataGap{Thing: "bowl-1"}} {
+		if b, _ := json.Marshal(p); !bytes.Contains(b, []byte(`"thing":"bowl-1"`)) {
+			t.Errorf("%T in JSON = %s; want its Thing under \"thing\" (ThingOf reads that key)", p, b)
+		}
 	}
 	for _, c := range cases {
 		got, err := catalog.ThingOf(c.env)
