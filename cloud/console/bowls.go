@@ -110,7 +110,10 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 			b.At = e.OccurredAt
 		}
 		if err := b.describe(); err != nil {
+			// Its times are not trusted either: it is listed on the
+			// wall clock, off the charts.
 			b.Detail = fmt.Sprintf("%s: %v", undecodable, err)
+			b.At, b.OnBowlClock = e.OccurredAt, false
 		}
 		out = append(out, b)
 	}
