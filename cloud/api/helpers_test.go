@@ -162,30 +162,14 @@ func sign(body []byte) string { return api.Sign([]byte(testSecret), time.Now(), 
 // events returns tenant's committed events, in order.
 func (f *fixture) events(tenant string) []engine.Envelope {
 	f.t.Helper()
-	names := lstest.Names(f.t)
 	var out []engine.Envelope
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(names.EventsTable()), ConsistentRead: aws.Bool(true),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: engine.EventPK(tenant)}},
-	}
-	for {
-		res, err := f.db.Query(context.Background(), in)
+	for env, err := range engine.NewLog(f.db, lstest.Names(f.t).EventsTable()).After(context.Background(), tenant, 0, engine.ReadOptions{}) {
 		if err != nil {
-			f.t.Fatalf("query events of %s: %v", tenant, err)
+			f.t.Fatalf("read events of %s: %v", tenant, err)
 		}
-		for _, it := range res.Items {
-			env, err := engine.DecodeItem(it)
-			if err != nil {
-				f.t.Fatalf("decode event of %s: %v", tenant, err)
-			}
-			out = append(out, env)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
+		out = append(out, env)
 	}
+	return out
 }
 
 func (f *fixture) orderRow(id string) map[string]types.AttributeValue {

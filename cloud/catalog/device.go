@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/engine"
 )
 
 // Ingested is what ingest adds to the data of every device event it emits
@@ -57,3 +59,37 @@ type (
 		Ingested
 	}
 )
+
+// IngestedOf reads what ingest added to a device event (Ingested) from
+// env's payload, whatever its device type, for a reader that needs only
+// that (which thing, which device event). It fails for an event that is
+// not a device event and for a payload that does not decode.
+func IngestedOf(env engine.Envelope) (Ingested, error) {
+	var in Ingested
+	if _, ok := wire.DataOf(env.Type); !ok {
+		return in, fmt.Errorf("decode event %s: %s is not a device event type", env.ID, env.Type)
+	}
+	if err := env.DecodePayload(&in); err != nil {
+		return Ingested{}, fmt.Errorf("decode %s: %w", env.Type, err)
+	}
+	return in, nil
+}
+
+// ThingOf is the bowl a bowl event is of: a device event's Thing
+// (Ingested) or a data gap's. It reads that field alone, so an event whose
+// other fields do not decode is still found on its bowl. It is "" for an
+// event of another type, and err says why a bowl event's thing did not
+// decode.
+func ThingOf(env engine.Envelope) (string, error) {
+	if _, ok := wire.DataOf(env.Type); !ok && env.Type != TypeDataGap {
+		return "", nil
+	}
+	// The key Ingested and DataGap share (TestThingOf holds them to it).
+	var p struct {
+		Thing string `json:"thing"`
+	}
+	if err := env.DecodePayload(&p); err != nil {
+		return "", fmt.Errorf("decode %s: %w", env.Type, err)
+	}
+	return p.Thing, nil
+}

@@ -168,3 +168,36 @@ func TestDevicePayloadFields(t *testing.T) {
 		}
 	}
 }
+
+func TestThingOf(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     engine.Envelope
+		want    string
+		wantErr bool
+	}{
+		{"device event", engine.Envelope{Type: catalog.TypeRefilled, Payload: map[string]any{"thing": "bowl-1", "device_event_id": "d-1", "grams_added": 10.0}}, "bowl-1", false},
+		{"data gap", engine.Envelope{Type: catalog.TypeDataGap, Payload: map[string]any{"thing": "bowl-2", "from_seq": 1.0, "to_seq": 2.0}}, "bowl-2", false},
+		{"commerce event", engine.Envelope{Type: catalog.TypeOrderCreated, Payload: map[string]any{"thing": "bowl-3"}}, "", false},
+		{"other fields undecodable", engine.Envelope{Type: catalog.TypeDataGap, Payload: map[string]any{"thing": "bowl-4", "from_seq": "ten"}}, "bowl-4", false},
+		{"thing undecodable", engine.Envelope{Type: catalog.TypeEmpty, Payload: map[string]any{"thing": 5.0}}, "", true},
+	}
+	for _, p := range []any{catalog.Ingested{Thing: "bowl-1"}, catalog.DataGap{Thing: "bowl-1"}} {
+		if b, _ := json.Marshal(p); !bytes.Contains(b, []byte(`"thing":"bowl-1"`)) {
+			t.Errorf("%T in JSON = %s; want its Thing under \"thing\" (ThingOf reads that key)", p, b)
+		}
+	}
+	for _, c := range cases {
+		got, err := catalog.ThingOf(c.env)
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("%s: ThingOf = %q, %v; want %q, error %v", c.name, got, err, c.want, c.wantErr)
+		}
+	}
+	in, err := catalog.IngestedOf(engine.Envelope{Type: catalog.TypeMealFinished, Payload: map[string]any{"thing": "bowl-1", "device_event_id": "d-7", "device_seq": 7.0}})
+	if err != nil || in.DeviceEventID != "d-7" || in.DeviceSeq != 7 {
+		t.Errorf("IngestedOf(meal) = %+v, %v; want device event d-7, seq 7", in, err)
+	}
+	if _, err := catalog.IngestedOf(engine.Envelope{Type: catalog.TypeDataGap}); err == nil {
+		t.Error("IngestedOf(data gap) error = nil; want not a device event")
+	}
+}

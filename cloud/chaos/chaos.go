@@ -236,8 +236,11 @@ func (r *run) faultsShort(ctx context.Context) (int, error) {
 		}
 		for _, ev := range chain {
 			if ev.Type == catalog.TypeDeviceFault {
-				thing, _ := ev.Payload["thing"].(string)
-				inChain[thing+"/"+fmt.Sprint(ev.Payload["detail"])] = true
+				// A fault that does not decode matches no fault of the
+				// truth.
+				if f, err := catalog.Decode[catalog.DeviceFault](ev); err == nil {
+					inChain[f.Thing+"/"+f.Detail] = true
+				}
 			}
 		}
 	}
@@ -434,13 +437,22 @@ func (r *run) tallyChains(ctx context.Context, res *ModeResult) (chainTally, err
 				tally.payments[p.OrderID]++
 				tally.paymentEvents = append(tally.paymentEvents, ev)
 			case strings.HasPrefix(ev.Type, "bowl.") && ev.Type != catalog.TypeDataGap:
-				id, _ := ev.Payload["device_event_id"].(string)
-				thing, _ := ev.Payload["thing"].(string)
-				if bowl[thing+"/"+id]++; bowl[thing+"/"+id] == 1 && ev.Type == catalog.TypeDeviceFault {
+				// A device event that does not decode is counted under no
+				// thing and no id, so a second one counts as a duplicate.
+				in, _ := catalog.IngestedOf(ev)
+				key := in.Thing + "/" + in.DeviceEventID
+				if bowl[key]++; bowl[key] == 1 && ev.Type == catalog.TypeDeviceFault {
+					// A fault that does not decode is one the truth lacks.
+					f, err := catalog.Decode[catalog.DeviceFault](ev)
+					thing, detail := f.Thing, f.Detail
+					if err != nil {
+						thing, _ = catalog.ThingOf(ev)
+						detail = "undecodable payload: " + err.Error()
+					}
 					if tally.faultDetails[thing] == nil {
 						tally.faultDetails[thing] = map[string]bool{}
 					}
-					tally.faultDetails[thing][fmt.Sprint(ev.Payload["detail"])] = true
+					tally.faultDetails[thing][detail] = true
 				}
 				res.BowlEvents++
 			}

@@ -53,7 +53,7 @@ func PartKey(tenant string, day time.Time, k int) string {
 }
 
 // State computes tenant's day, audit.completeness_stated's payload: every thing in things and every thing its
-// event log names (a bowl event's payload "thing").
+// event log names (a bowl event's thing, catalog.ThingOf).
 func State(ctx context.Context, db DB, tables Tables, tenant string, things []string, day time.Time) (catalog.CompletenessStated, error) {
 	envs, err := readLog(ctx, db, tables.Events, tenant)
 	if err != nil {
@@ -67,7 +67,7 @@ func State(ctx context.Context, db DB, tables Tables, tenant string, things []st
 func stateFrom(ctx context.Context, db DB, tables Tables, envs []engine.Envelope, things []string, day time.Time) (catalog.CompletenessStated, error) {
 	all := slices.Clone(things)
 	for _, e := range envs {
-		if th, ok := e.Payload["thing"].(string); ok && th != "" {
+		if th, err := catalog.ThingOf(e); err == nil && th != "" {
 			all = append(all, th)
 		}
 	}

@@ -12,7 +12,6 @@ package completeness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"regexp"
 	"strconv"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/durable"
-	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
 
@@ -72,23 +70,20 @@ func FromEvents(envs []engine.Envelope, thing string, day time.Time) ([]durable.
 	var drops []durable.Drop
 	var refused int64
 	for _, e := range envs {
-		if th, _ := e.Payload["thing"].(string); th != thing {
-			continue
-		}
 		switch e.Type {
 		case catalog.TypeTelemetryDropped:
-			d, ok := deviceData[wire.TelemetryDropped](e.Payload)
+			d, err := catalog.Decode[catalog.TelemetryDropped](e)
 			at := d.To
 			if at.IsZero() {
 				at = d.From
 			}
-			if !ok || !inDay(at) {
+			if err != nil || d.Thing != thing || !inDay(at) {
 				continue
 			}
 			drops = append(drops, durable.Drop{FromSeq: d.FromSeq, ToSeq: d.ToSeq, Reason: d.Reason})
 		case catalog.TypeDeviceFault:
-			d, ok := deviceData[wire.DeviceFault](e.Payload)
-			if !ok || d.Code.IsName() || d.Code.Number != FaultRingOverflow || !inDay(payloadTime(e.Payload, "device_at")) {
+			d, err := catalog.Decode[catalog.DeviceFault](e)
+			if err != nil || d.Thing != thing || d.Code.IsName() || d.Code.Number != FaultRingOverflow || !inDay(d.DeviceAt) {
 				continue
 			}
 			if m := refusedRE.FindStringSubmatch(d.Detail); m != nil {
@@ -98,25 +93,6 @@ func FromEvents(envs []engine.Envelope, thing string, day time.Time) ([]durable.
 		}
 	}
 	return drops, refused
-}
-
-func payloadTime(p map[string]any, k string) time.Time {
-	s, _ := p[k].(string)
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
-
-// deviceData reads the data of a device event from its payload with the
-// MQTT contract's decoder (edge/wire), ignoring the provenance ingest adds
-// (thing, device_at, ...); ok is false when the payload does not hold
-// that type's data.
-func deviceData[T wire.Data](p map[string]any) (d T, ok bool) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return d, false
-	}
-	d, err = wire.DecodeAs[T](b, wire.DecodeOptions{AllowUnknown: true})
-	return d, err == nil
 }
 
 // readLog reads every event of tenant, oldest first (eventually

@@ -68,17 +68,12 @@ type bowlEvent struct {
 	Verdict string
 }
 
-func payloadTime(p map[string]any, k string) time.Time {
-	s, _ := p[k].(string)
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
-
 // bowlTime is when e happened on the bowls' (gateways') clock: a device
 // event's device_at, a gap's missing_since, the last sample of a drop.
-// Zero when the event carries none: its envelope's occurred_at is the
-// wall clock of whoever wrote it (ingest, the consumer, `bowline emit`)
-// and must not be mixed with the bowls' times (docs/console.md, "Clocks").
+// Zero when the event carries none, or its payload does not decode: its
+// envelope's occurred_at is the wall clock of whoever wrote it (ingest,
+// the consumer, `bowline emit`) and must not be mixed with the bowls'
+// times (docs/console.md, "Clocks").
 func bowlTime(e engine.Envelope) time.Time {
 	switch e.Type {
 	case catalog.TypeDataGap:
@@ -87,24 +82,25 @@ func bowlTime(e engine.Envelope) time.Time {
 		}
 		return time.Time{}
 	case catalog.TypeTelemetryDropped:
-		if t := payloadTime(e.Payload, "to"); !t.IsZero() {
-			return t
+		d, err := catalog.Decode[catalog.TelemetryDropped](e)
+		if err != nil || !d.To.IsZero() {
+			return d.To
 		}
-		return payloadTime(e.Payload, "from")
+		return d.From
 	}
-	return payloadTime(e.Payload, "device_at")
-}
-
-func payloadNum(p map[string]any, k string) (float64, bool) {
-	v, ok := p[k].(float64)
-	return v, ok
+	in, err := catalog.IngestedOf(e)
+	if err != nil {
+		return time.Time{}
+	}
+	return in.DeviceAt
 }
 
 // bowlEvents returns thing's device events from tenant's log, oldest
 // first.
 func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 	envs := c.log.events(tenant, func(e *engine.Envelope) bool {
-		return len(e.Type) > 5 && e.Type[:5] == "bowl." && thingOf(*e) == thing
+		th, _ := catalog.ThingOf(*e)
+		return th == thing
 	})
 	out := make([]bowlEvent, 0, len(envs))
 	for _, e := range envs {
@@ -113,37 +109,11 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 		if !b.OnBowlClock {
 			b.At = e.OccurredAt
 		}
-		b.Pet, _ = e.Payload["pet_tag"].(string)
-		b.Grams, _ = payloadNum(e.Payload, "grams_eaten")
-		if e.Type == catalog.TypeRefilled {
-			b.Grams, _ = payloadNum(e.Payload, "grams_added")
-		}
-		b.Level, b.HasLvl = payloadNum(e.Payload, "level_g")
-		b.Started = payloadTime(e.Payload, "started_at")
-		switch e.Type {
-		case catalog.TypeMealFinished:
-			d, _ := payloadNum(e.Payload, "duration_s")
-			b.Detail = fmt.Sprintf("%.1f g in %.0f s", b.Grams, d)
-			if b.Started.IsZero() {
-				b.Started = b.At.Add(-time.Duration(d * float64(time.Second)))
-			}
-		case catalog.TypeRefilled:
-			b.Detail = fmt.Sprintf("+%.1f g, level %.0f g", b.Grams, b.Level)
-		case catalog.TypeDeviceFault:
-			b.Detail = fmt.Sprintf("code %v: %v", e.Payload["code"], e.Payload["detail"])
-		case catalog.TypeDataGap:
-			if g, _, err := gapOf(e); err != nil {
-				b.Detail = fmt.Sprintf("%s: %v", undecodable, err)
-			} else {
-				b.Detail = fmt.Sprintf("%d records (seq %s) missing", seqCount(float64(g.FromSeq), float64(g.ToSeq)), seqRange(float64(g.FromSeq), float64(g.ToSeq)))
-			}
-		case catalog.TypeTelemetryDropped:
-			from, to := dropSeqs(e.Payload)
-			b.Detail = fmt.Sprintf("%d records (seq %s) dropped unsent at the gateway: %s", seqCount(from, to), seqRange(from, to), dropReason(e.Payload["reason"]))
-		case catalog.TypeFoodLow:
-			b.Detail = fmt.Sprintf("level %.0f g", b.Level)
-		case catalog.TypeEmpty:
-			b.Detail = "empty"
+		if err := b.describe(); err != nil {
+			// Its times are not trusted either: it is listed on the
+			// wall clock, off the charts.
+			b.Detail = fmt.Sprintf("%s: %v", undecodable, err)
+			b.At, b.OnBowlClock = e.OccurredAt, false
 		}
 		out = append(out, b)
 	}
@@ -151,41 +121,86 @@ func (c *Console) bowlEvents(tenant, thing string) []bowlEvent {
 	return out
 }
 
-// thingOf is the bowl a bowl.* event is of: a data gap's Thing, else its
-// payload's "thing" (the device event payloads are not Go types here yet,
-// and a gap whose payload does not decode still lands on its bowl's page,
-// said undecodable).
-func thingOf(e engine.Envelope) string {
-	if g, ok, _ := gapOf(e); ok {
-		return g.Thing
+// describe fills b's pet, grams, level, start and Detail from its payload
+// (its catalog type); err says why the payload did not decode.
+func (b *bowlEvent) describe() error {
+	e := b.Env
+	switch e.Type {
+	case catalog.TypeMealFinished:
+		p, err := catalog.Decode[catalog.MealFinished](e)
+		if err != nil {
+			return err
+		}
+		b.Pet, b.Grams, b.Started = p.PetTag, p.GramsEaten, p.StartedAt
+		b.Detail = fmt.Sprintf("%.1f g in %.0f s", b.Grams, p.DurationS)
+		if b.Started.IsZero() {
+			b.Started = b.At.Add(-time.Duration(p.DurationS * float64(time.Second)))
+		}
+	case catalog.TypeRefilled:
+		p, err := catalog.Decode[catalog.Refilled](e)
+		if err != nil {
+			return err
+		}
+		b.Grams, b.Level, b.HasLvl = p.GramsAdded, p.LevelG, true
+		b.Detail = fmt.Sprintf("+%.1f g, level %.0f g", b.Grams, b.Level)
+	case catalog.TypeDeviceFault:
+		p, err := catalog.Decode[catalog.DeviceFault](e)
+		if err != nil {
+			return err
+		}
+		b.Detail = fmt.Sprintf("code %v: %v", p.Code, p.Detail)
+	case catalog.TypeDataGap:
+		g, _, err := gapOf(e)
+		if err != nil {
+			return err
+		}
+		b.Detail = fmt.Sprintf("%d records (seq %s) missing", seqCount(g.FromSeq, g.ToSeq), seqRange(g.FromSeq, g.ToSeq))
+	case catalog.TypeTelemetryDropped:
+		p, err := catalog.Decode[catalog.TelemetryDropped](e)
+		if err != nil {
+			return err
+		}
+		b.Detail = fmt.Sprintf("%d records (seq %s) dropped unsent at the gateway: %s", seqCount(p.FromSeq, p.ToSeq), seqRange(p.FromSeq, p.ToSeq), dropReason(p.Reason))
+	case catalog.TypeFoodLow:
+		p, err := catalog.Decode[catalog.FoodLow](e)
+		if err != nil {
+			return err
+		}
+		b.Level, b.HasLvl = p.LevelG, true
+		b.Detail = fmt.Sprintf("level %.0f g", b.Level)
+	case catalog.TypeEmpty:
+		p, err := catalog.Decode[catalog.Empty](e)
+		if err != nil {
+			return err
+		}
+		if p.LevelG != nil {
+			b.Level, b.HasLvl = *p.LevelG, true
+		}
+		b.Detail = "empty"
+	case catalog.TypeCounterReset:
+		if _, err := catalog.Decode[catalog.CounterReset](e); err != nil {
+			return err
+		}
 	}
-	th, _ := e.Payload["thing"].(string)
-	return th
-}
-
-// dropSeqs is a bowl.telemetry_dropped payload's from_seq and to_seq.
-func dropSeqs(p map[string]any) (from, to float64) {
-	from, _ = payloadNum(p, "from_seq")
-	to, _ = payloadNum(p, "to_seq")
-	return from, to
+	return nil
 }
 
 // seqCount is how many seqs from..to spans.
-func seqCount(from, to float64) int64 {
+func seqCount(from, to uint64) uint64 {
 	if to < from {
 		return 0
 	}
-	return int64(to-from) + 1
+	return to - from + 1
 }
 
-// seqRange is from-to as integers.
-func seqRange(from, to float64) string {
-	return fmt.Sprintf("%.0f-%.0f", from, to)
+// seqRange is from-to.
+func seqRange(from, to uint64) string {
+	return fmt.Sprintf("%d-%d", from, to)
 }
 
 // dropReason says in words where and why a gateway dropped telemetry
 // (edge/outbox drop reasons).
-func dropReason(r any) string {
+func dropReason(r string) string {
 	switch r {
 	case "disk_cap":
 		return "the agent's outbox reached its disk cap"
@@ -210,14 +225,18 @@ const (
 // seqs (the gateway dropped them, and says why), else late.
 func classifyGaps(evs []bowlEvent) {
 	type span struct {
-		from, to float64
+		from, to uint64
 		why      string
 	}
 	var drops []span
 	for _, e := range evs {
-		if e.Type == catalog.TypeTelemetryDropped {
-			f, t := dropSeqs(e.Env.Payload)
-			drops = append(drops, span{f, t, dropReason(e.Env.Payload["reason"])})
+		if e.Type != catalog.TypeTelemetryDropped {
+			continue
+		}
+		// A drop that does not decode covers no seqs (its Detail says
+		// undecodable).
+		if d, err := catalog.Decode[catalog.TelemetryDropped](e.Env); err == nil {
+			drops = append(drops, span{d.FromSeq, d.ToSeq, dropReason(d.Reason)})
 		}
 	}
 	for i := range evs {
@@ -232,7 +251,7 @@ func classifyGaps(evs []bowlEvent) {
 				continue // counted late; its Detail says undecodable
 			}
 			e.Detail += ": not in the cloud yet; the gateway keeps unacknowledged telemetry and sends it again, so it may still arrive"
-			f, t := float64(g.FromSeq), float64(g.ToSeq)
+			f, t := g.FromSeq, g.ToSeq
 			for _, d := range drops {
 				if d.from <= t && f <= d.to {
 					e.Verdict = gapLost

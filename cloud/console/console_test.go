@@ -439,6 +439,10 @@ func TestUndecodablePayloadsAreShown(t *testing.T) {
 			Payload: map[string]any{"thing": "bowl-1", "lane": "telemetry", "from_seq": "ten", "to_seq": 19.0, "missing_since": "2026-01-05T07:10:00Z"}},
 		{ID: "01GOODGAP", Tenant: "acme", Seq: 5, Type: catalog.TypeDataGap, OccurredAt: at.Add(3 * time.Minute),
 			Payload: map[string]any{"thing": "bowl-1", "lane": "telemetry", "from_seq": 40.0, "to_seq": 49.0, "missing_since": "2026-01-05T07:20:00Z"}},
+		{ID: "01BADMEAL", Tenant: "acme", Seq: 6, Type: catalog.TypeMealFinished, OccurredAt: at.Add(4 * time.Minute),
+			Payload: map[string]any{"thing": "bowl-1", "device_event_id": "d-1", "device_at": "2026-01-05T07:30:00Z", "grams_eaten": "lots", "duration_s": 60.0, "pet_tag": "rex"}},
+		{ID: "01GOODMEAL", Tenant: "acme", Seq: 7, Type: catalog.TypeMealFinished, OccurredAt: at.Add(5 * time.Minute),
+			Payload: map[string]any{"thing": "bowl-1", "device_event_id": "d-2", "device_at": "2026-01-05T07:40:00Z", "grams_eaten": 21.5, "duration_s": 60.0, "pet_tag": "rex"}},
 	}
 	c.log.mu.Unlock()
 	ck, _, _ := login(t, c, testToken)
@@ -471,8 +475,14 @@ func TestUndecodablePayloadsAreShown(t *testing.T) {
 		t.Errorf("search for the undecodable payment's event id finds nothing:\n%s", s)
 	}
 	evs := c.bowlEvents("acme", "bowl-1")
-	if len(evs) != 2 {
-		t.Fatalf("bowl-1 has %d events; want both gaps, one undecodable", len(evs))
+	if len(evs) != 4 {
+		t.Fatalf("bowl-1 has %d events; want both gaps and both meals, one of each undecodable", len(evs))
+	}
+	if m := evs[2]; !strings.HasPrefix(m.Detail, undecodable) || !strings.Contains(m.Detail, "grams_eaten") || m.Pet != "" || m.OnBowlClock {
+		t.Errorf("undecodable meal: Detail %q, pet %q, on the bowl clock %v; want %q naming grams_eaten, no pet, on the wall clock", m.Detail, m.Pet, m.OnBowlClock, undecodable)
+	}
+	if m := evs[3]; m.Detail != "21.5 g in 60 s" || m.Pet != "rex" || !m.OnBowlClock {
+		t.Errorf("good meal: Detail %q, pet %q, on the bowl clock %v; want \"21.5 g in 60 s\" by rex, on the bowl clock", m.Detail, m.Pet, m.OnBowlClock)
 	}
 	if !strings.HasPrefix(evs[0].Detail, undecodable) || !strings.Contains(evs[0].Detail, "from_seq") || evs[0].OnBowlClock {
 		t.Errorf("undecodable gap: Detail %q, on the bowl clock %v; want %q naming from_seq, on the wall clock", evs[0].Detail, evs[0].OnBowlClock, undecodable)

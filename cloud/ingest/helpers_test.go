@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
@@ -254,24 +253,11 @@ func publish(t *testing.T, p *publisher, topic string, payload any) {
 func (e env) events(t *testing.T, tenant string) []engine.Envelope {
 	t.Helper()
 	var envs []engine.Envelope
-	p := dynamodb.NewQueryPaginator(e.ddb, &dynamodb.QueryInput{
-		TableName:                 aws.String(lstest.Names(t).EventsTable()),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: engine.EventPK(tenant)}},
-		ConsistentRead:            aws.Bool(true),
-	})
-	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
+	for env, err := range engine.NewLog(e.ddb, lstest.Names(t).EventsTable()).After(context.Background(), tenant, 0, engine.ReadOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, it := range out.Items {
-			env, err := engine.DecodeItem(it)
-			if err != nil {
-				t.Fatal(err)
-			}
-			envs = append(envs, env)
-		}
+		envs = append(envs, env)
 	}
 	return envs
 }

@@ -110,17 +110,8 @@ func (f *fixture) run(sub string, env engine.Envelope) error {
 
 func (f *fixture) events() []engine.Envelope {
 	f.t.Helper()
-	out, err := f.db.Query(context.Background(), &dynamodb.QueryInput{
-		TableName: aws.String(f.names.EventsTable()), ConsistentRead: aws.Bool(true),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(engine.EventPK(f.tenant))},
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	var evs []engine.Envelope
-	for _, it := range out.Items {
-		env, err := engine.DecodeItem(it)
+	for env, err := range engine.NewLog(f.db, f.names.EventsTable()).After(context.Background(), f.tenant, 0, engine.ReadOptions{}) {
 		if err != nil {
 			f.t.Fatal(err)
 		}

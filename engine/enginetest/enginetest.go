@@ -17,6 +17,7 @@ import (
 
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // Queues is a FIFO test queue and its dead-letter queue.
@@ -73,9 +74,12 @@ func StandardQueue(t testing.TB, base string) string {
 	return *q.QueueUrl
 }
 
-// Ctx returns the test's context (t.Context) with a generous hang guard.
+// Ctx returns the test's context with a generous hang guard: it ends
+// after 2 minutes, or earlier a margin before the test binary's -timeout
+// (testkit.Context), so a hang fails the test instead of panicking the
+// binary.
 func Ctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(testkit.Context(t), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

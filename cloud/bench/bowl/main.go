@@ -43,6 +43,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/dev"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/cloud/rules"
@@ -150,12 +151,11 @@ func run(ctx context.Context, bowls, pets int, speed, days float64, rate, startH
 			return func(ctx context.Context, env engine.Envelope) error {
 				err := h(ctx, env)
 				if err == nil {
-					thing, _ := env.Payload["thing"].(string)
-					id, _ := env.Payload["device_event_id"].(string)
+					in, _ := catalog.IngestedOf(env)
 					now := time.Now()
 					st.mu.Lock()
-					if _, ok := st.done[key(thing, id)]; !ok {
-						st.done[key(thing, id)] = now
+					if _, ok := st.done[key(in.Thing, in.DeviceEventID)]; !ok {
+						st.done[key(in.Thing, in.DeviceEventID)] = now
 					}
 					st.mu.Unlock()
 				}
