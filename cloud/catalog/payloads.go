@@ -107,16 +107,37 @@ type CompletenessStated struct {
 	Parts int `json:"parts,omitempty"`
 }
 
-// ThingCounts is one bowl's line of a stated day: durable.Statement's
-// counts and its digest.
+// ThingCounts is one bowl's line of a stated day: its counts (what
+// durable.Statement holds too), whether they undercount, and its digest.
 type ThingCounts struct {
-	Assigned     int64            `json:"assigned"`
-	Durable      int64            `json:"durable"`
+	Counts
+	Partial bool   `json:"partial,omitempty"`
+	Digest  string `json:"digest"`
+}
+
+// Counts are one bowl's samples of one UTC day on its clock, accounted for
+// (docs/completeness.md): the telemetry consumer's statement
+// (durable.Statement) and the day's stated line (ThingCounts) are both
+// these.
+type Counts struct {
+	// Assigned is the samples the gateway acknowledged to the MCU, counted
+	// as the outbox seqs it assigned that the day accounts for: per outbox
+	// the range from the day's first to its last durable seq, plus the
+	// dropped seqs outside it. The MCU's own count is not on the wire.
+	Assigned int64 `json:"assigned"`
+	// Durable is the samples in the stream, each counted once.
+	Durable int64 `json:"durable"`
+	// Dropped is per reason (disk_cap, ttl, ...) the samples the gateway
+	// reported dropped unsent.
 	Dropped      map[string]int64 `json:"dropped"`
 	DroppedTotal int64            `json:"dropped_total"`
-	Missing      int64            `json:"missing"`
-	Duplicates   int64            `json:"duplicates"`
-	RingRefused  int64            `json:"ring_refused"`
-	Partial      bool             `json:"partial,omitempty"`
-	Digest       string           `json:"digest"`
+	// Missing is the seqs inside the assigned ranges that are neither
+	// durable nor reported dropped: holes.
+	Missing int64 `json:"missing"`
+	// Duplicates is the resent samples the consumer collapsed.
+	Duplicates int64 `json:"duplicates"`
+	// RingRefused is the readings the MCU refused with its ring full
+	// (bowl.device_fault code 4): they never got a seq, so they are not in
+	// Assigned.
+	RingRefused int64 `json:"ring_refused"`
 }

@@ -81,8 +81,7 @@ func stateFrom(ctx context.Context, db DB, tables Tables, envs []engine.Envelope
 		}
 		drops, refused := FromEvents(envs, th, day)
 		s := durable.Account(th, day, t, drops, refused)
-		st.Things[th] = catalog.ThingCounts{Assigned: s.Assigned, Durable: s.Durable, Dropped: s.Dropped, DroppedTotal: s.DroppedTotal, Missing: s.Missing,
-			Duplicates: s.Duplicates, RingRefused: s.RingRefused, Partial: s.Partial, Digest: s.Digest()}
+		st.Things[th] = catalog.ThingCounts{Counts: s.Counts, Partial: s.Partial, Digest: s.Digest()}
 	}
 	st.Digest = DayDigest(st.Things)
 	return st, nil

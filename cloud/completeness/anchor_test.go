@@ -23,8 +23,8 @@ func manyBowls(n int) catalog.CompletenessStated {
 	st := catalog.CompletenessStated{Day: "2026-12-04", Things: map[string]catalog.ThingCounts{}}
 	for i := range n {
 		th := fmt.Sprintf("gw-%04d:%s", i, strings.Repeat("b", 128-8))
-		st.Things[th] = catalog.ThingCounts{Assigned: 4_320_000, Durable: 4_319_000, Dropped: map[string]int64{"disk_cap": 500, "ttl": 400},
-			DroppedTotal: 900, Missing: 100, Duplicates: 77_777, RingRefused: 12, Partial: true, Digest: strings.Repeat(fmt.Sprintf("%x", i%16), 64)}
+		st.Things[th] = catalog.ThingCounts{Counts: catalog.Counts{Assigned: 4_320_000, Durable: 4_319_000, Dropped: map[string]int64{"disk_cap": 500, "ttl": 400},
+			DroppedTotal: 900, Missing: 100, Duplicates: 77_777, RingRefused: 12}, Partial: true, Digest: strings.Repeat(fmt.Sprintf("%x", i%16), 64)}
 	}
 	st.Digest = DayDigest(st.Things)
 	return st

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
 )
 
 // tally is what a rollup row adds for completeness (docs/completeness.md):
@@ -173,26 +175,7 @@ type Drop struct {
 type Statement struct {
 	Thing string `json:"thing"`
 	Day   string `json:"day"`
-	// Assigned is the samples the gateway acknowledged to the MCU, counted
-	// as the outbox seqs it assigned that the day accounts for: per outbox
-	// the range from the day's first to its last durable seq, plus the
-	// dropped seqs outside it. The MCU's own count is not on the wire.
-	Assigned int64 `json:"assigned"`
-	// Durable is the samples in the stream, each counted once.
-	Durable int64 `json:"durable"`
-	// Dropped is per reason (disk_cap, ttl, ...) the samples the gateway
-	// reported dropped unsent.
-	Dropped      map[string]int64 `json:"dropped"`
-	DroppedTotal int64            `json:"dropped_total"`
-	// Missing is the seqs inside the assigned ranges that are neither
-	// durable nor reported dropped: holes.
-	Missing int64 `json:"missing"`
-	// Duplicates is the resent samples the consumer collapsed.
-	Duplicates int64 `json:"duplicates"`
-	// RingRefused is the readings the MCU refused with its ring full
-	// (bowl.device_fault code 4): they never got a seq, so they are not in
-	// Assigned.
-	RingRefused int64 `json:"ring_refused"`
+	catalog.Counts
 	// Outboxes is the durable seq spans per outbox, [first, last].
 	Outboxes map[string][][2]uint64 `json:"outboxes"`
 	// Partial: some rows predate the accounting layout, so Assigned and
@@ -206,8 +189,9 @@ type Statement struct {
 // to Assigned. Drops carry no outbox id: with several outboxes in a day a
 // drop is matched against each outbox's holes in turn.
 func Account(thing string, day time.Time, t DayTally, drops []Drop, ringRefused int64) Statement {
-	st := Statement{Thing: thing, Day: day.UTC().Format(time.DateOnly), Durable: t.Durable, Duplicates: t.Dups, RingRefused: ringRefused,
-		Dropped: map[string]int64{}, Outboxes: t.Seqs, Partial: t.RowsWithoutSeqs > 0}
+	st := Statement{Thing: thing, Day: day.UTC().Format(time.DateOnly),
+		Counts:   catalog.Counts{Durable: t.Durable, Duplicates: t.Dups, RingRefused: ringRefused, Dropped: map[string]int64{}},
+		Outboxes: t.Seqs, Partial: t.RowsWithoutSeqs > 0}
 	if st.Outboxes == nil {
 		st.Outboxes = map[string][][2]uint64{}
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
 )
 
 // A day with a range the gateway dropped (disk cap), a hole that never
@@ -29,8 +31,8 @@ func TestCompletenessOfADay(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := Account("gw-1:a", day, tally, []Drop{{FromSeq: 51, ToSeq: 60, Reason: "disk_cap"}}, 0)
-	want := Statement{Thing: "gw-1:a", Day: "2026-03-02", Assigned: 120, Durable: 105,
-		Dropped: map[string]int64{"disk_cap": 10}, DroppedTotal: 10, Missing: 5, Duplicates: 11,
+	want := Statement{Thing: "gw-1:a", Day: "2026-03-02",
+		Counts:   catalog.Counts{Assigned: 120, Durable: 105, Dropped: map[string]int64{"disk_cap": 10}, DroppedTotal: 10, Missing: 5, Duplicates: 11},
 		Outboxes: map[string][][2]uint64{"ob1": {{1, 50}, {61, 100}, {106, 120}}}}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("statement = %+v;\nwant %+v", st, want)

@@ -116,8 +116,8 @@ func TestCompletenessCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("--json output: %v", err)
 	}
-	want := durable.Statement{Thing: thing, Day: dayArg, Assigned: 120, Durable: 105,
-		Dropped: map[string]int64{"disk_cap": 10}, DroppedTotal: 10, Missing: 5, Duplicates: 11,
+	want := durable.Statement{Thing: thing, Day: dayArg,
+		Counts:   catalog.Counts{Assigned: 120, Durable: 105, Dropped: map[string]int64{"disk_cap": 10}, DroppedTotal: 10, Missing: 5, Duplicates: 11},
 		Outboxes: map[string][][2]uint64{"ob1": {{1, 50}, {61, 100}, {106, 120}}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("completeness = %+v;\nwant %+v", got, want)
