@@ -13,7 +13,7 @@ import (
 
 // A fault detail with control characters and invalid UTF-8 from the MCU
 // becomes a bowl.device_fault whose detail passes wire.CheckText with
-// wire.MaxDetailLen, the check ingest applies (cloud/ingest/schema.go), and
+// wire.MaxDetailLen, the check ingest applies (wire.Decode of wire.DeviceFault), and
 // keeps its readable parts in place.
 func TestSinkCleansFaultDetail(t *testing.T) {
 	const d = "\uFFFD"

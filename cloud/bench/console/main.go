@@ -299,15 +299,17 @@ func seed(ctx context.Context, a *app.App, start time.Time) (int, error) {
 			}
 		}
 		for i, m := range meals {
-			p := map[string]any{"thing": thing, "pet_tag": m.pet, "grams_eaten": math.Round(m.grams*10) / 10, "duration_s": 300.0,
-				"started_at": m.at.Format(time.RFC3339Nano), "device_at": m.at.Add(5 * time.Minute).Format(time.RFC3339Nano),
-				"device_event_id": fmt.Sprintf("meal-%d", i), "device_seq": float64(i + 1)}
+			p := catalog.MealFinished{
+				MealFinished: wire.MealFinished{PetTag: m.pet, GramsEaten: math.Round(m.grams*10) / 10, DurationS: 300, StartedAt: m.at},
+				Ingested:     catalog.Ingested{Thing: thing, DeviceAt: m.at.Add(5 * time.Minute), DeviceEventID: fmt.Sprintf("meal-%d", i), DeviceSeq: uint64(i + 1)}}
 			if err := emit(tenant, catalog.TypeMealFinished, p); err != nil {
 				return 0, err
 			}
 		}
 		for i, r := range refills {
-			p := map[string]any{"thing": thing, "grams_added": 150.0, "level_g": 380.0, "device_at": r.Format(time.RFC3339Nano), "device_event_id": fmt.Sprintf("refill-%d", i), "device_seq": float64(20 + i)}
+			p := catalog.Refilled{
+				Refilled: wire.Refilled{GramsAdded: 150, LevelG: 380},
+				Ingested: catalog.Ingested{Thing: thing, DeviceAt: r, DeviceEventID: fmt.Sprintf("refill-%d", i), DeviceSeq: uint64(20 + i)}}
 			if err := emit(tenant, catalog.TypeRefilled, p); err != nil {
 				return 0, err
 			}

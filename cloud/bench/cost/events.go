@@ -283,14 +283,14 @@ func busyCalls(u awscalls.UsageCounts) int64 {
 // of its type.
 func eventMessage(thing string, seq uint64, typ string, at time.Time) ([]byte, error) {
 	at = at.UTC().Truncate(time.Millisecond)
-	var data map[string]any
+	var data wire.Data
 	switch typ {
 	case catalog.TypeMealFinished:
-		data = map[string]any{"grams_eaten": 41.3, "duration_s": 182, "started_at": at.Add(-3 * time.Minute).Format(time.RFC3339Nano), "pet_tag": fmt.Sprintf("tag-%d", seq%2)}
+		data = wire.MealFinished{GramsEaten: 41.3, DurationS: 182, StartedAt: at.Add(-3 * time.Minute), PetTag: fmt.Sprintf("tag-%d", seq%2)}
 	case catalog.TypeRefilled:
-		data = map[string]any{"grams_added": 250.0, "level_g": 312.4}
+		data = wire.Refilled{GramsAdded: 250.0, LevelG: 312.4}
 	case catalog.TypeFoodLow:
-		data = map[string]any{"level_g": 48.2, "threshold_g": 50.0}
+		data = wire.FoodLow{LevelG: 48.2, ThresholdG: 50.0}
 	default:
 		return nil, fmt.Errorf("events: no payload for type %q", typ)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
@@ -188,11 +187,7 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 		span = append(span, last.Add(-time.Duration(i)*24*time.Hour))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	stack, err := app.FromEnv(ctx, anchorPart, log, nil)
-	var ce *app.ConfigError
-	if errors.As(err, &ce) {
-		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
-	}
+	stack, err := openPart(ctx, anchorPart, log, nil)
 	if err != nil {
 		return err
 	}
