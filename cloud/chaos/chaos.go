@@ -619,5 +619,3 @@ func (r *run) truthFaults() (map[string]map[string]bool, error) {
 	}
 	return out, nil
 }
-
-func abs(n int) int { return max(n, -n) }

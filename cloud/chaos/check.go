@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -223,7 +222,7 @@ func (r *run) inboxRows(ctx context.Context) (map[inbox.Status]int, map[string][
 		TableName:                 aws.String(r.sc.Names.InboxTable()),
 		FilterExpression:          aws.String("begins_with(#pk, :p)"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attr.PK},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": attr.S("IDEMP#")},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": attr.S(inbox.KeyPrefix)},
 		ConsistentRead:            aws.Bool(true),
 	}
 	for {
@@ -235,7 +234,7 @@ func (r *run) inboxRows(ctx context.Context) (map[inbox.Status]int, map[string][
 			st := inbox.Status(attr.GetS(item, inbox.AttrStatus))
 			counts[st]++
 			if st != inbox.Completed {
-				id, sub, _ := strings.Cut(strings.TrimPrefix(attr.GetS(item, attr.PK), "IDEMP#"), ":")
+				id, sub, _ := inbox.SplitKey(attr.GetS(item, attr.PK))
 				open[id] = append(open[id], sub)
 			}
 		}

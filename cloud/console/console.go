@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/engine/attr"
 )
 
@@ -227,7 +228,7 @@ func (c *Console) refreshDevices(ctx context.Context) {
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(c.cfg.Names.AppTable()),
 		FilterExpression:          aws.String("entity = :e"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":e": attr.S("device")},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": attr.S(devices.Entity)},
 		ProjectionExpression:      aws.String("thing, tenant"),
 	}
 	found := map[string]string{}

@@ -1,6 +1,10 @@
 package inbox
 
-import "github.com/bowline-iot/bowline/engine/attr"
+import (
+	"strings"
+
+	"github.com/bowline-iot/bowline/engine/attr"
+)
 
 // The inbox row (docs/tables.md lists every table's rows).
 //
@@ -41,10 +45,21 @@ const (
 // AttrStatus is the attribute of an inbox row that holds its Status.
 const AttrStatus = "status"
 
-// keyPrefix starts the partition key of every inbox row.
-const keyPrefix = "IDEMP#"
+// KeyPrefix starts the partition key of every inbox row (a scan of the
+// shared table for inbox rows filters on it).
+const KeyPrefix = "IDEMP#"
 
 // Key is the inbox key of (eventID, subscription).
 func Key(eventID, subscription string) string {
-	return keyPrefix + eventID + ":" + subscription
+	return KeyPrefix + eventID + ":" + subscription
+}
+
+// SplitKey is Key's inverse: the event id and subscription of an inbox
+// row's partition key; ok is false when pk is not an inbox key.
+func SplitKey(pk string) (eventID, subscription string, ok bool) {
+	rest, ok := strings.CutPrefix(pk, KeyPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, ":")
 }

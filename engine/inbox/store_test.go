@@ -50,6 +50,12 @@ func TestKey(t *testing.T) {
 	if got, want := Key("01EV", "book_shipment"), "IDEMP#01EV:book_shipment"; got != want {
 		t.Errorf("Key = %q; want %q", got, want)
 	}
+	if ev, sub, ok := SplitKey(Key("01EV", "book_shipment")); !ok || ev != "01EV" || sub != "book_shipment" {
+		t.Errorf("SplitKey(Key) = %q, %q, %v; want 01EV, book_shipment, true", ev, sub, ok)
+	}
+	if _, _, ok := SplitKey("EMIT#x:y"); ok {
+		t.Error("SplitKey of another prefix: ok; want false")
+	}
 }
 
 func TestClaimCompleteIsFinal(t *testing.T) {
