@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -145,6 +146,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
+		slices.Sort(missing) // the map's order is random
 		return fmt.Errorf("rules: %v required", missing)
 	}
 	if c.Rules != nil && len(c.Rules) == 0 {

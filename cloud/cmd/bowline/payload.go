@@ -17,10 +17,11 @@ import (
 
 // checkPayload checks an event typed by hand before it enters the
 // permanent chain: the type must be in the catalog; a device event's
-// payload must pass ingest's schema (cloud/ingest); any other's must have
-// the fields of its payload type (catalog.PayloadType; an optional one may
-// be left out), each decoding into its Go type, or, for a type without
-// one, exactly the catalog's Fields. Errors are usage errors (exit 2) that
+// payload must pass ingest's check (ingest.CheckDeviceData, edge/wire's
+// decoder); any other's must have the fields of its payload type
+// (catalog.PayloadType; an optional one may be left out), each decoding
+// into its Go type, or, for a type without one, exactly the catalog's
+// Fields. Errors are usage errors (exit 2) that
 // name the field, or list the valid types.
 func checkPayload(c engine.Catalog, typ string, payload json.RawMessage, now time.Time) error {
 	i := slices.IndexFunc(c.Types, func(t engine.EventType) bool { return t.Name == typ })
