@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -596,5 +597,41 @@ func TestRules(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("violations of the made-up graph:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestKeyRule runs keyViolations on made-up files: a reader outside
+// engine/ that builds an event key is refused, under any import name; the
+// fault tool and engine/ itself are not.
+func TestKeyRule(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir, name, src string) *pkg {
+		t.Helper()
+		d := filepath.Join(root, filepath.FromSlash(dir))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return &pkg{ImportPath: module + "/" + dir, Dir: d, GoFiles: []string{name}}
+	}
+	g := graph{}
+	for _, p := range []*pkg{
+		write("cloud/console", "log.go", "package console\nimport \"github.com/bowline-iot/bowline/engine\"\nvar k = engine.EventPK(\"t\")\n"),
+		write("cloud/chaos", "check.go", "package chaos\nimport e \"github.com/bowline-iot/bowline/engine\"\nvar k = e.SeqSK(1)\n"),
+		write("cloud/cmd/bowline", "devtamper.go", "package main\nimport \"github.com/bowline-iot/bowline/engine\"\nvar k = engine.EventPK(\"t\")\n"),
+		write("engine/reconcile", "read.go", "package reconcile\nimport \"github.com/bowline-iot/bowline/engine\"\nvar k = engine.HeadPK(\"t\")\n"),
+		write("cloud/api", "log.go", "package api\nimport \"github.com/bowline-iot/bowline/engine\"\nvar l = engine.NewLog(nil, \"\")\n"),
+	} {
+		g[p.ImportPath] = p
+	}
+	got := keyViolations(t, g, root)
+	want := []string{
+		"cloud/chaos uses engine.SeqSK (cloud/chaos/check.go:3): " + ruleKeys,
+		"cloud/console uses engine.EventPK (cloud/console/log.go:3): " + ruleKeys,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("keyViolations =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
