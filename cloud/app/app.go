@@ -120,6 +120,8 @@ type shared struct {
 	urls  map[string]string
 	views map[string]*App
 	guard *guard.Guard // guardFor's, built on first use
+	// metrics are the parts' metrics on the registry, by name (metricsOf).
+	metrics map[string]any
 }
 
 // Open builds the clients, the engine and the stores. It makes no AWS call:
@@ -135,7 +137,7 @@ func Open(cfg Config) (*App, error) {
 		Names: cfg.Names, AWS: cfg.AWS, Registry: cfg.Registry, Logger: cfg.Logger,
 		Catalog: catalog.Bowline(),
 		part:    cfg.Part, calls: cfg.Calls,
-		shared: &shared{urls: map[string]string{}, views: map[string]*App{}},
+		shared: &shared{urls: map[string]string{}, views: map[string]*App{}, metrics: map[string]any{}},
 	}
 	a.connect()
 	metrics, err := engine.NewMetrics(cfg.Registry)

@@ -68,7 +68,8 @@ func (a *App) IoTPublisher(endpoint string) (*iotdata.Publisher, error) {
 // (cloud/durable) with its state table, the device registry behind a
 // cache (cfg.RegistryTTL), the dead-letter store, the engine (bowl.data_gap) and pub, which
 // publishes the acknowledgements. cfg gives the cadences and bounds
-// (start from durable.DefaultConfig); the dependencies are filled here.
+// (start from durable.DefaultConfig); the dependencies are filled here,
+// and a nil (or no-op) Observer is the App's TelemetryConsumerMetrics.
 func (a *App) TelemetryConsumer(cfg durable.Config, pub durable.Publisher) (*durable.Consumer, error) {
 	p := a.Part(PartConsume)
 	reg, err := devices.New(p.DynamoDB, a.Names.AppTable(), cfg.Now)
@@ -91,6 +92,10 @@ func (a *App) TelemetryConsumer(cfg durable.Config, pub durable.Publisher) (*dur
 	cfg.Publisher, cfg.Emitter = pub, a.emitter()
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger.With("part", "consume")
+	}
+	// durable.DefaultConfig fills in the no-op observer: that is none.
+	if cfg.Observer == nil || cfg.Observer == (durable.NopObserver{}) {
+		cfg.Observer = a.TelemetryConsumerMetrics()
 	}
 	return durable.New(cfg)
 }

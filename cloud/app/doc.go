@@ -7,6 +7,8 @@
 // builds mounted beside it: cloud/api does not know the console),
 // Subscribers, Ingest and Rules (the topic rules' stand-in). Bind is the one place
 // handlers are bound to subscriptions, and Group supervises what runs.
+// Each part's constructor also registers that part's metrics on the
+// App's Registry (metrics.go), so a process cannot run a part unobserved.
 //
 // `bowline` (cloud/cmd/bowline) and `bowline dev` (cloud/dev) build on this
 // package; nothing else constructs engines or resolves queue URLs, so every

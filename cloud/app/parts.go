@@ -14,6 +14,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/rules"
 	"github.com/bowline-iot/bowline/cloud/subscribers"
 	"github.com/bowline-iot/bowline/engine"
+	"github.com/bowline-iot/bowline/engine/anchor"
 	"github.com/bowline-iot/bowline/engine/reconcile"
 	"github.com/bowline-iot/bowline/engine/recordchange"
 	"github.com/bowline-iot/bowline/engine/redrive"
@@ -25,7 +26,7 @@ import (
 // Worker builds the DURABLE-lane worker on events.fifo, its DLQ, the inbox
 // and dead_letters. bound is the catalog with handlers (Bind). tune, when
 // not nil, adjusts the config (pollers, lease, logger, observer) before it
-// is validated.
+// is validated; an Observer it leaves nil is the App's WorkerMetrics.
 //
 // MaxReceiveCount is the queue's own: the maxReceiveCount of events.fifo's
 // RedrivePolicy (GetQueueAttributes), so the worker's "last receive"
@@ -55,6 +56,9 @@ func (a *App) Worker(ctx context.Context, bound engine.Catalog, tune func(*worke
 	if tune != nil {
 		tune(&c)
 	}
+	if c.Observer == nil {
+		c.Observer = a.WorkerMetrics()
+	}
 	return worker.New(c)
 }
 
@@ -68,7 +72,8 @@ func (a *App) Pipes() (events, recordChanges relay.PipeSpec, err error) {
 // Relay builds the local stand-in of one of the two pipes: EventsPipe reads
 // the events table into events.fifo, RecordChangesPipe the app table into
 // record-changes; checkpoints go to the inbox table, dead letters to
-// pipes-dlq (the Pipes' DeadLetterConfig).
+// pipes-dlq (the Pipes' DeadLetterConfig). An Observer tune leaves nil is
+// the App's RelayMetrics for the pipe.
 func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.Config)) (*relay.Relay, error) {
 	var table, queue string
 	switch spec.Name {
@@ -98,6 +103,9 @@ func (a *App) Relay(ctx context.Context, spec relay.PipeSpec, tune func(*relay.C
 	if tune != nil {
 		tune(&c)
 	}
+	if c.Observer == nil {
+		c.Observer = a.RelayMetrics().For(spec.Name)
+	}
 	return relay.New(c)
 }
 
@@ -120,7 +128,8 @@ func (a *App) redriver(ctx context.Context, tune func(*redrive.Config)) (*redriv
 	return redrive.New(c)
 }
 
-// RecordChanges builds the BEST_EFFORT consumer of the record-changes queue.
+// RecordChanges builds the BEST_EFFORT consumer of the record-changes
+// queue. An Observer tune leaves nil is the App's RecordChangesMetrics.
 func (a *App) RecordChanges(ctx context.Context, bound engine.Catalog, tune func(*recordchange.Config)) (*recordchange.Consumer, error) {
 	a = a.Part(PartWorker)
 	url, err := a.QueueURL(ctx, a.Names.RecordChangesQueue())
@@ -130,6 +139,9 @@ func (a *App) RecordChanges(ctx context.Context, bound engine.Catalog, tune func
 	c := recordchange.Config{Queue: a.SQS, QueueURL: url, Subscriptions: bound.Subscriptions, Logger: a.Logger}
 	if tune != nil {
 		tune(&c)
+	}
+	if c.Observer == nil {
+		c.Observer = a.RecordChangesMetrics()
 	}
 	return recordchange.New(c)
 }
@@ -198,7 +210,8 @@ func (a *App) Subscribers(cfg adapters.Config, log *slog.Logger) (*subscribers.S
 
 // Ingest builds the events consumer (cloud/ingest) on the App's engine and
 // clients; cfg gives the tuning (its Names, DynamoDB and Emitter are
-// filled from the App). Run it behind EventsSource with IngestHandler.
+// filled from the App; a nil Observer is the App's IngestMetrics). Run it
+// behind EventsSource with IngestHandler.
 func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 	a = a.Part(PartIngest)
 	cfg.Names = a.Names
@@ -206,13 +219,17 @@ func (a *App) Ingest(cfg ingest.Config) (*ingest.Ingester, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = a.IngestMetrics()
+	}
 	return ingest.New(cfg)
 }
 
 // Rules builds the local stand-in for the AWS IoT topic rules
 // (cloud/rules): cfg gives the broker, identity and tuning; the stack, each
 // rule's stream (Spec.Stream), the Kinesis and SQS clients and the
-// rule-errors queue's URL (the rules' error action) are filled from the App.
+// rule-errors queue's URL (the rules' error action) are filled from the App,
+// and a nil Observer is the App's RulesMetrics.
 func (a *App) Rules(ctx context.Context, cfg rules.Config) (*rules.Runner, error) {
 	a = a.Part(PartRules)
 	// Every rule errors to the same queue.
@@ -229,6 +246,9 @@ func (a *App) Rules(ctx context.Context, cfg rules.Config) (*rules.Runner, error
 	if cfg.Logger == nil {
 		cfg.Logger = a.Logger
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = a.RulesMetrics()
+	}
 	return rules.New(cfg)
 }
 
@@ -236,4 +256,22 @@ func (a *App) Rules(ctx context.Context, cfg rules.Config) (*rules.Runner, error
 func (a *App) Devices() (*devices.Registry, error) {
 	a = a.Part(PartDevices)
 	return devices.New(a.DynamoDB, a.Names.AppTable(), nil)
+}
+
+// Anchor builds the anchor ledger (engine/anchor) on the anchors table;
+// cfg gives the chain reader and the tuning (its Client and Table are
+// filled from the App; a nil Observer is the App's AnchorMetrics).
+func (a *App) Anchor(cfg anchor.Config) (*anchor.Ledger, error) {
+	cfg.Client, cfg.Table = a.DynamoDB, a.Names.AnchorsTable()
+	if cfg.Logger == nil {
+		cfg.Logger = a.Logger
+	}
+	if cfg.Observer == nil {
+		m, err := a.AnchorMetrics()
+		if err != nil {
+			return nil, fmt.Errorf("anchor: %w", err)
+		}
+		cfg.Observer = m
+	}
+	return anchor.New(cfg)
 }

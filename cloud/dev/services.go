@@ -29,7 +29,7 @@ import (
 // long-running part runs under s.run.
 func (s *System) startServices(ctx context.Context) error {
 	cfg, a := &s.cfg, s.app
-	log, reg := cfg.Logger, a.Registry
+	log := cfg.Logger
 
 	fk, err := fakes.Serve(s.runCtx, fakes.NewSet())
 	if err != nil {
@@ -52,7 +52,7 @@ func (s *System) startServices(ctx context.Context) error {
 		return err
 	}
 
-	obs := []ingest.Observer{ingest.NewMetrics(reg), s.counters.ingest()}
+	obs := []ingest.Observer{a.IngestMetrics(), s.counters.ingest()}
 	if cfg.IngestObserver != nil {
 		obs = append(obs, cfg.IngestObserver)
 	}
@@ -73,14 +73,13 @@ func (s *System) startServices(ctx context.Context) error {
 	s.run("ingest", func() error { return ies.Run(s.runCtx) })
 	s.run("ingest gaps", func() error { return in.Run(s.runCtx) })
 
-	rm := relay.NewMetrics(reg)
 	events, recordChanges, err := a.Pipes()
 	if err != nil {
 		return err
 	}
 	for _, spec := range []relay.PipeSpec{events, recordChanges} {
 		r, err := a.Relay(ctx, spec, func(c *relay.Config) {
-			c.PollInterval, c.Logger, c.Observer = cfg.RelayPoll, log.With("part", "relay", "pipe", spec.Name), rm.For(spec.Name)
+			c.PollInterval, c.Logger = cfg.RelayPoll, log.With("part", "relay", "pipe", spec.Name)
 		})
 		if err != nil {
 			return fmt.Errorf("relay %s: %w", spec.Name, err)
@@ -98,14 +97,14 @@ func (s *System) startServices(ctx context.Context) error {
 	}
 	w, err := a.Worker(ctx, bound, func(c *worker.Config) {
 		c.Pollers, c.WaitTime, c.RetryDelay = cfg.Pollers, workerWait, workerRetryDelay
-		c.Logger, c.Observer = log.With("part", "worker"), worker.Observers(worker.NewMetrics(reg), s.counters.worker())
+		c.Logger, c.Observer = log.With("part", "worker"), worker.Observers(a.WorkerMetrics(), s.counters.worker())
 	})
 	if err != nil {
 		return err
 	}
 	s.run("worker", func() error { return w.Run(s.runCtx) })
 	rc, err := a.RecordChanges(ctx, bound, func(c *recordchange.Config) {
-		c.WaitTime, c.Logger, c.Observer = workerWait, log.With("part", "record-changes"), recordchange.NewMetrics(reg)
+		c.WaitTime, c.Logger = workerWait, log.With("part", "record-changes")
 	})
 	if err != nil {
 		return err
@@ -186,7 +185,7 @@ func (f fakeCalls) ProviderCalls(context.Context) ([]console.ProviderCall, error
 // the telemetry consumer behind the event source stand-in.
 func (s *System) startTelemetryPath(ctx context.Context) error {
 	cfg, a := &s.cfg, s.app
-	log, reg := cfg.Logger, a.Registry
+	log := cfg.Logger
 
 	broker := s.stack.MQTTBroker()
 	if broker == nil {
@@ -210,7 +209,7 @@ func (s *System) startTelemetryPath(ctx context.Context) error {
 		Broker: s.stack.MQTTAddr, ClientID: "bowline-dev-rules-" + cfg.Names.Stack,
 		// timestamp() is the receive time: simulated time, as the
 		// gateways stamp sent_at on the simulated clock (docs/clock.md).
-		Now: s.SimNow, Logger: log.With("part", "rules"), Observer: rules.NewMetrics(reg),
+		Now: s.SimNow, Logger: log.With("part", "rules"),
 	})
 	if err != nil {
 		return err
@@ -231,7 +230,7 @@ func (s *System) startTelemetryPath(ctx context.Context) error {
 	}
 	dc := durable.DefaultConfig()
 	dc.AckEvery, dc.RollupEvery = cfg.AckEvery, 0
-	dc.Observer, dc.Logger = s.counters.consumer(durable.NewMetrics(reg)), log.With("part", "consume")
+	dc.Observer, dc.Logger = s.counters.consumer(a.TelemetryConsumerMetrics()), log.With("part", "consume")
 	consumer, err := a.TelemetryConsumer(dc, pub)
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ const (
 	ruleMain    = "mains live only in cloud/cmd/bowline, edge/cmd/bowline-edge and deploy/cmd/package-edge, benches under engine/bench/, cloud/bench/ and edge/bench"
 	ruleNoMain  = "internal/ holds no package main"
 	ruleRoot    = "cloud/app is the one composition root: no other cloud package builds an engine or an engine consumer, or resolves a queue URL"
+	ruleMetrics = "cloud/app registers every part's metrics: no other cloud package calls a part's NewMetrics (take the App's, a.WorkerMetrics() and the like)"
 	ruleTypes   = "engine/ names no Bowline event type (they are cloud/catalog's)"
 	ruleKeys    = "outside engine/ only the fault tool names the events table's keys (engine.EventPK, SeqSK, HeadPK, HeadSK): read a log with engine.Log"
 	ruleConsole = "cloud/api and cloud/console do not link each other: cloud/app mounts the console beside the API"
@@ -362,7 +363,8 @@ func parse(t *testing.T, fset *token.FileSet, root string, p *pkg) []parsed {
 }
 
 // rootViolations finds, in cloud/ outside cloud/app, calls that build an
-// engine or one of its consumers, or resolve a queue URL.
+// engine or one of its consumers, resolve a queue URL or register a part's
+// metrics.
 func rootViolations(t *testing.T, g graph, root string) []string {
 	var v []string
 	fset := token.NewFileSet()
@@ -388,6 +390,8 @@ func rootViolations(t *testing.T, g graph, root string) []string {
 					v = append(v, fmt.Sprintf("%s calls GetQueueUrl (%s:%d): %s", from, f.name, line, ruleRoot))
 				case sel.Sel.Name == "New" && x != nil && slices.Contains(constructors, f.imports[x.Name]):
 					v = append(v, fmt.Sprintf("%s imports %s and calls %s.New (%s:%d): %s", from, f.imports[x.Name], x.Name, f.name, line, ruleRoot))
+				case sel.Sel.Name == "NewMetrics" && x != nil && f.imports[x.Name] != "":
+					v = append(v, fmt.Sprintf("%s calls %s.NewMetrics (%s:%d): %s", from, f.imports[x.Name], f.name, line, ruleMetrics))
 				}
 				return true
 			})

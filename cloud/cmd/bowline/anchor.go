@@ -62,13 +62,8 @@ func anchorCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stack.Close()
-	metrics, err := anchor.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
-	ledger, err := anchor.New(anchor.Config{
-		Client: stack.DynamoDB, Table: stack.Names.AnchorsTable(), Logger: log, Observer: metrics,
-		Chains: engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize)),
+	ledger, err := stack.Anchor(anchor.Config{
+		Logger: log, Chains: engine.NewVerifier(stack.DynamoDB, stack.Names.EventsTable(), int32(*pageSize)),
 	})
 	if err != nil {
 		return err

@@ -67,7 +67,6 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	cfg := def
 	cfg.AckEvery, cfg.GapGrace, cfg.RollupEvery = *ackEvery, *gapGrace, *rollupEvery
-	cfg.Observer = durable.NewMetrics(nil)
 	consumer, err := stack.TelemetryConsumer(cfg, pub)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func ingestCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stack.Close()
-	in, err := stack.Ingest(ingest.Config{GapGrace: *gapGrace, Logger: log, Observer: ingest.NewMetrics(reg)})
+	in, err := stack.Ingest(ingest.Config{GapGrace: *gapGrace, Logger: log})
 	if err != nil {
 		return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 	}

@@ -70,11 +70,10 @@ func relayCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	names := stack.Names
-	metrics := relay.NewMetrics(reg)
 	var relays []*relay.Relay
 	for _, spec := range specs {
 		r, err := stack.Relay(ctx, spec, func(c *relay.Config) {
-			c.PollInterval, c.Observer = *poll, metrics.For(spec.Name)
+			c.PollInterval = *poll
 		})
 		if err != nil {
 			return err

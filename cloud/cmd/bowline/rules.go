@@ -87,7 +87,7 @@ func rulesCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	r, err := stack.Rules(ctx, rules.Config{
 		Broker: *broker, ClientID: *clientID, TLS: tlsCfg, Rules: specs, MaxInFlight: *maxInFlight,
 		Producer:     telemetry.ProducerConfig{Linger: *linger, MaxAttempts: *maxAttempts},
-		DrainTimeout: *drain, Logger: log, Observer: rules.NewMetrics(reg),
+		DrainTimeout: *drain, Logger: log,
 	})
 	if err != nil {
 		return err

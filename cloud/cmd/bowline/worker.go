@@ -58,7 +58,6 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	w, err := stack.Worker(ctx, bound, func(c *worker.Config) {
 		c.Pollers, c.Lease, c.WaitTime, c.RetryDelay = *pollers, *lease, *wait, *retryDelay
-		c.Observer = worker.NewMetrics(reg)
 	})
 	if err != nil {
 		return err
@@ -67,7 +66,7 @@ func workerCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	var rc *recordchange.Consumer
 	if *recordChanges {
 		rc, err = stack.RecordChanges(ctx, bound, func(c *recordchange.Config) {
-			c.WaitTime, c.Observer = *wait, recordchange.NewMetrics(reg)
+			c.WaitTime = *wait
 		})
 		if err != nil {
 			return err
