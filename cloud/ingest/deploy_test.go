@@ -145,9 +145,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 // waits on progress only (events published, the chains caught up), never
 // on time.
 func TestDeployReplacingEveryConsumerLosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploy test: starts and kills consumer processes")
-	}
+	testkit.Long(t, "deploy test: starts and kills consumer processes")
 	e := newEnv(t)
 	cfg := lstest.AWSConfig(t)
 	kin := kinesis.NewFromConfig(cfg)

@@ -15,6 +15,8 @@ import (
 	"github.com/bowline-iot/bowline/firmware-bridge/sim"
 
 	"github.com/bowline-iot/bowline/edge/wire"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // simWeek runs the firmware-bridge simulator (one bowl, three pets, a week,
@@ -154,9 +156,7 @@ func scored(tr sim.Truth) bool { return tr.Kind != sim.KindMeal || tr.Grams >= 1
 // meal and refill detection reach precision and recall of at least 0.95
 // and the median grams error is at most 5%.
 func TestDetectionQualityAgainstSimulatorTruth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a simulated week is skipped in -short mode")
-	}
+	testkit.Long(t, "a simulated week is skipped in -short mode")
 	days := 7
 	if raceEnabled {
 		days = 1

@@ -20,3 +20,13 @@ func Need(t testing.TB, err error) {
 	}
 	t.Skip(err)
 }
+
+// Long marks a test too slow for `go test -short`: elsewhere -short skips
+// it, saying why. Under CI=true it runs whatever the flags, so the suite
+// never passes by skipping it.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip(why)
+	}
+}

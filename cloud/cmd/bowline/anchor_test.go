@@ -30,9 +30,7 @@ import (
 // refuses to anchor it, and that anchor --every stops cleanly on SIGTERM.
 // Their AWS calls are checked against AnchorRole and OperatorRole.
 func TestAnchorCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the bowline binary")
-	}
+	testkit.Long(t, "runs the bowline binary")
 	iamtest.Record(t)
 	bin := bowlineBin(t)
 	names := freshStack(t)

@@ -36,9 +36,7 @@ import (
 // it. The commands' AWS calls are checked against CompletenessRole and
 // OperatorRole (docs/iam.md).
 func TestCompletenessCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the bowline binary")
-	}
+	testkit.Long(t, "runs the bowline binary")
 	iamtest.Record(t)
 	bin := bowlineBin(t)
 	names := freshStack(t)

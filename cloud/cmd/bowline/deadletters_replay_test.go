@@ -54,9 +54,7 @@ func TestDeadLettersReplayUsage(t *testing.T) {
 // with its key, replayed (emitted), and replayed again by key (duplicate:
 // the event is in the log once).
 func TestDeadLettersReplayIngestCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs bowline as a process")
-	}
+	testkit.Long(t, "runs bowline as a process")
 	iamtest.Record(t) // the listing and the replay's calls are checked against OperatorRole
 	ctx := t.Context()
 	names := freshStack(t)

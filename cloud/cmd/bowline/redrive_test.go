@@ -23,9 +23,7 @@ import (
 // was also asked for an id that is not in the DLQ, exits 1 naming it.
 // Every AWS call it makes is one the operator role allows.
 func TestRedriveEventBehindAnotherAndMissingIDExitsOne(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the bowline binary")
-	}
+	testkit.Long(t, "runs the bowline binary")
 	iamtest.Record(t) // the calls redrive makes are checked against OperatorRole
 	bin := bowlineBin(t)
 	names := freshStack(t)

@@ -37,9 +37,7 @@ import (
 // at the end, checked against the role that makes it in AWS (iamtest,
 // docs/iam.md).
 func TestBowlineCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the bowline commands as processes")
-	}
+	testkit.Long(t, "runs the bowline commands as processes")
 	iamtest.Record(t)
 	bin := bowlineBin(t)
 	t.Run("api, relay and worker as processes", func(t *testing.T) { commandsAsProcesses(t, bin) })

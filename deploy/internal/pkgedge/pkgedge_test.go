@@ -26,6 +26,8 @@ import (
 	"github.com/blakesmith/ar"
 
 	"github.com/bowline-iot/bowline/edge/config"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func repoRoot(t testing.TB) string {
@@ -120,9 +122,7 @@ func readDeb(t *testing.T, path string) debFile {
 // (as a conffile), the sysusers entry, the certificate directory and the
 // maintainer scripts. The packaged config must pass the agent's own loader.
 func TestDebContents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross-compiles bowline-edge twice")
-	}
+	testkit.Long(t, "cross-compiles bowline-edge twice")
 	root := repoRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // hang guard
 	defer cancel()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 // TestBytesPerSample holds the batch to its target, at most 1.5 payload
@@ -14,9 +16,7 @@ import (
 // per gateway per minute. It is a compression ratio of a deterministic
 // run, not a timing.
 func TestBytesPerSample(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulates two hours of three bowls")
-	}
+	testkit.Long(t, "simulates two hours of three bowls")
 	p := params{Gateways: 2, Duration: 2 * time.Hour, Hours: 2, Seed: 1, RateHz: 50, V1: true,
 		Start: time.Date(2026, 1, 5, 6, 30, 0, 0, time.UTC)}
 	r, err := measure(context.Background(), p)

@@ -146,9 +146,7 @@ func received(t *testing.T, msgs []mqttbroker.Message) map[string]map[int]bool {
 // broker, and the only duplicates are whole messages repeated with the same
 // (thing, seq).
 func TestKillLoopLosesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash loop skipped in -short mode")
-	}
+	testkit.Long(t, "crash loop skipped in -short mode")
 	dir := t.TempDir()
 	rec := new(mqttbroker.Recorder)
 	broker, err := mqttbroker.Start(mqttbroker.Config{Hooks: []mqtt.Hook{rec}})

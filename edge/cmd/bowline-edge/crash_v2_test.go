@@ -136,9 +136,7 @@ func (c *v2Cloud) has(bowl string, n int) bool {
 // broker in a batch, a (thing, outbox, seq) never names two samples, and
 // once acknowledged the outbox drains.
 func TestKillLoopLosesNothingV2(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash loop skipped in -short mode")
-	}
+	testkit.Long(t, "crash loop skipped in -short mode")
 	dir := t.TempDir()
 	rec := new(mqttbroker.Recorder)
 	broker, err := mqttbroker.Start(mqttbroker.Config{Hooks: []mqtt.Hook{rec}})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/wire"
+
+	"github.com/bowline-iot/bowline/internal/testkit"
 )
 
 func TestScaled(t *testing.T) {
@@ -265,9 +267,7 @@ func TestSplitErrors(t *testing.T) {
 // readings compresses into one payload's bytes, yet is cut so each payload
 // decodes.
 func TestSplitHonoursMaxSamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("encodes several 262,144-sample batches")
-	}
+	testkit.Long(t, "encodes several 262,144-sample batches")
 	s := Series{Thing: "gw-1"}
 	for i := range MaxSamples + 10 {
 		s.Samples = append(s.Samples, Sample{Seq: uint64(i + 1), At: gt0.Add(time.Duration(i) * 20 * time.Millisecond), Kind: "weight_g", Value: 0, Scale: 3})
