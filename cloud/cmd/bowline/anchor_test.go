@@ -39,13 +39,7 @@ func TestAnchorCommand(t *testing.T) {
 	env := append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	runBin := func(args ...string) (string, error) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := testkit.RunChild(ctx, t, "bowline "+args[0], cmd)
-		t.Logf("bowline %s: %s%s", strings.Join(args, " "), stdout.String(), stderr.String())
-		return stdout.String(), err
+		return runBinary(ctx, t, bin, env, args...)
 	}
 	exitCode := func(err error) int {
 		var exit *exec.ExitError

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -44,13 +42,7 @@ func TestCompletenessCommand(t *testing.T) {
 	env := append(os.Environ(), resources.StackEnv+"="+names.Stack)
 	runBin := func(args ...string) (string, error) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := testkit.RunChild(ctx, t, "bowline "+args[0], cmd)
-		t.Logf("bowline %s: %s%s", strings.Join(args, " "), stdout.String(), stderr.String())
-		return stdout.String(), err
+		return runBinary(ctx, t, bin, env, args...)
 	}
 	const tnt, gw, thing = "acme", "gw-1", "gw-1:a"
 	if _, err := runBin("devices", "register", "--thing", thing, "--tenant", tnt); err != nil {

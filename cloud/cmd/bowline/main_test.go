@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/hex"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/bowline-iot/bowline/internal/provision"
@@ -61,4 +65,17 @@ func randHex(n int) string {
 		b[i] = byte(rand.Uint32())
 	}
 	return hex.EncodeToString(b)
+}
+
+// runBinary runs bin with args in env to the end, logs what it printed,
+// and returns its stdout and how it exited (testkit.RunChild).
+func runBinary(ctx context.Context, t *testing.T, bin string, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := testkit.RunChild(ctx, t, "bowline "+args[0], cmd)
+	t.Logf("bowline %s: %s%s", strings.Join(args, " "), stdout.String(), stderr.String())
+	return stdout.String(), err
 }
