@@ -129,7 +129,7 @@ func (m *Meter) ID() string { return "bowline-meter" }
 // Provides reports the events the Meter handles.
 func (m *Meter) Provides(b byte) bool {
 	switch b {
-	case mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnPacketRead, mqtt.OnPacketSent:
+	case mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnPacketRead, mqtt.OnPacketEncode, mqtt.OnPacketSent:
 		return true
 	}
 	return false
@@ -272,6 +272,21 @@ func (m *Meter) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet
 	return pk, nil
 }
 
+// OnPacketEncode notes the class of a QoS 1 publish before it is written
+// to the client. A fast client's PUBACK can be read before OnPacketSent
+// runs for the publish it acknowledges, and must still be billed in the
+// publish's class.
+func (m *Meter) OnPacketEncode(cl *mqtt.Client, pk packets.Packet) packets.Packet {
+	if pk.FixedHeader.Type != packets.Publish || pk.FixedHeader.Qos == 0 || m.skip(cl.ID) {
+		return pk
+	}
+	m.init()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inflight[inflightKey(cl.ID, pk.PacketID)] = m.class(pk.TopicName)
+	return pk
+}
+
 // OnPacketSent meters what the broker sends a client.
 func (m *Meter) OnPacketSent(cl *mqtt.Client, pk packets.Packet, _ []byte) {
 	if m.skip(cl.ID) {
@@ -283,11 +298,7 @@ func (m *Meter) OnPacketSent(cl *mqtt.Client, pk packets.Packet, _ []byte) {
 	switch pk.FixedHeader.Type {
 	case packets.Publish:
 		n := len(pk.TopicName) + len(pk.Payload)
-		class := m.class(pk.TopicName)
-		m.update(class, func(t *Traffic) { t.PublishesOut++; t.Bytes += int64(n); t.meter(n) })
-		if pk.FixedHeader.Qos > 0 {
-			m.inflight[inflightKey(cl.ID, pk.PacketID)] = class
-		}
+		m.update(m.class(pk.TopicName), func(t *Traffic) { t.PublishesOut++; t.Bytes += int64(n); t.meter(n) })
 		c := m.client(cl.ID)
 		c.publishes++
 		c.bytes += int64(n)

@@ -9,6 +9,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/bowline-iot/bowline/internal/mqttbroker"
 	"github.com/bowline-iot/bowline/internal/testkit"
@@ -118,5 +119,31 @@ func TestMeteredSince(t *testing.T) {
 	}
 	if d.Classes["ack"].PublishesOut != 2 || d.BasicIngest.PublishesIn != 10 || d.ConnectionSeconds != 60 || d.Sessions != 1 || d.Reconnects != 1 || d.MaxConnections != 3 {
 		t.Errorf("since = %+v; want 2 acks out, 10 basic ingest, 60 s, 1 session, 1 reconnect, max connections kept", d)
+	}
+}
+
+// A client may PUBACK a publish before the broker's OnPacketSent for it
+// runs (the write returned, the hook not yet called); the PUBACK is still
+// billed in the publish's class. Driven through the hooks in that order.
+func TestMeterBillsAnEarlyPubAckInThePublishsClass(t *testing.T) {
+	meter := &mqttbroker.Meter{Class: func(topic string) string {
+		if strings.HasSuffix(topic, "/ack") {
+			return "ack"
+		}
+		return ""
+	}}
+	cl := &mqtt.Client{ID: "gw-1"}
+	pub := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, TopicName: "cmd/bowline/t/gw-1/ack", PacketID: 7}
+	pub = meter.OnPacketEncode(cl, pub)
+	if _, err := meter.OnPacketRead(cl, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	meter.OnPacketSent(cl, pub, nil)
+	m := meter.Counts()
+	if ack := m.Classes["ack"]; ack.PubAcksIn != 1 || ack.PublishesOut != 1 {
+		t.Errorf("ack class = %+v; want the publish out and its PUBACK in", ack)
+	}
+	if other := m.Classes[""]; other.PubAcksIn != 0 {
+		t.Errorf("class \"\" PUBACKs in = %d; want 0", other.PubAcksIn)
 	}
 }
