@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -11,7 +12,10 @@ import (
 // CacheConfig bounds a Cache. Zero fields take their defaults.
 type CacheConfig struct {
 	// TTL is how long a registered device's tenant is served from the
-	// cache; default 1 min.
+	// cache; default 1 min. Each entry lives a random 90-100 % of its TTL
+	// (TTL or UnknownTTL), never longer: things looked up together (every
+	// gateway of a shard, after a cold start) do not all expire together
+	// and read the registry in one burst, again each TTL.
 	TTL time.Duration
 	// UnknownTTL is how long "not registered" is served from the cache, so
 	// a flood of messages from unknown things costs one registry read per
@@ -118,13 +122,18 @@ func (c *Cache) Lookup(ctx context.Context, thing string) (Device, error) {
 	delete(c.pending, thing)
 	switch {
 	case errors.Is(p.err, ErrUnknownDevice):
-		c.put(thing, cacheEntry{unknown: true, expires: now.Add(c.cfg.UnknownTTL)}, now)
+		c.put(thing, cacheEntry{unknown: true, expires: now.Add(jittered(c.cfg.UnknownTTL))}, now)
 	case p.err == nil:
-		c.put(thing, cacheEntry{dev: p.dev, expires: now.Add(c.cfg.TTL)}, now)
+		c.put(thing, cacheEntry{dev: p.dev, expires: now.Add(jittered(c.cfg.TTL))}, now)
 	}
 	c.mu.Unlock()
 	close(p.done)
 	return p.dev, p.err
+}
+
+// jittered is a random life of 90-100 % of ttl.
+func jittered(ttl time.Duration) time.Duration {
+	return ttl - time.Duration(rand.Float64()*0.1*float64(ttl))
 }
 
 // Forget drops thing's entry, so the next Lookup reads the registry.
