@@ -160,9 +160,7 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 	}
 	now := d.gatewayNow(fix)
 	ob := st.outbox(d.outbox)
-	if now.After(ob.seen) {
-		ob.seen = now
-	}
+	ob.step(now, c.cfg.GapStep)
 	var fresh, dups int
 	var bowls []*bowlRollup
 	for _, s := range d.series {
@@ -192,11 +190,7 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 		if t.tidy(before) {
 			st.dirty = true // a hole opened or closed
 		}
-		for _, h := range t.spans.holes() {
-			if _, ok := t.noticed[h.From]; !ok {
-				t.noticed[h.From] = now
-			}
-		}
+		t.notice(now, ob.clock)
 	}
 	if fresh > 0 {
 		ob.fresh = true
