@@ -193,7 +193,7 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 		t.notice(now, ob.clock)
 	}
 	if fresh > 0 {
-		ob.fresh = true
+		ob.fresh, st.unstored = true, true
 	}
 	st.bound(&c.cfg)
 	c.obs.Samples(fresh)
@@ -310,8 +310,8 @@ const finishWorkers = 8
 func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.ackIfDue(ctx, s, now)
 	c.raiseGaps(ctx, s)
+	c.ackIfDue(ctx, s, now) // writes the row first when an ack is due
 	if !s.dirty {
 		return
 	}

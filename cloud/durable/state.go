@@ -27,8 +27,15 @@ type gwState struct {
 	// version is the row's version as last read or written; 0: no row.
 	version  int64
 	outboxes map[string]*outboxState
-	// lastAck is the wall-clock time of the last published ack.
+	// lastAck is the wall-clock time of the last published ack (the
+	// row holds the one before: ack.go).
 	lastAck time.Time
+	// unstored: seqs were taken in since the last write; an ack must
+	// not name them before a write (ack.go).
+	unstored bool
+	// pending are the messages of an ack made but not yet published,
+	// per outbox id; nil when none is (ack.go).
+	pending map[string][][]byte
 	// dirty: something worth writing happened since the last write (an
 	// ack, a hole opened or closed, a gap raised).
 	dirty bool
@@ -344,7 +351,7 @@ func (c *Consumer) saveState(ctx context.Context, s *gwState) error {
 			return err
 		}
 		c.obs.StateWrite("ok")
-		s.dirty = false
+		s.dirty, s.unstored = false, false
 		return nil
 	}
 }
