@@ -61,7 +61,9 @@ const (
 	// DefaultGapGrace is GapGrace's default: no shorter than the
 	// gateway's resend timeout (edge/forward DefaultAckTimeout), so a
 	// hole the gateway is about to fill is not reported; it is also how
-	// late a telemetry bowl.data_gap comes.
+	// late, in the gateway's sending time, a telemetry bowl.data_gap
+	// comes. A batch lost twice takes two resend timeouts to fill, and
+	// is reported.
 	DefaultGapGrace = 45 * time.Minute
 	// gapStepsPerGrace makes GapStep's default: GapGrace / 15.
 	gapStepsPerGrace = 15
