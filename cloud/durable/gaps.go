@@ -12,12 +12,11 @@ import (
 )
 
 // raiseGaps raises bowl.data_gap for each hole of s open longer than
-// GapGrace on its outbox's clock (the time the gateway spent sending,
-// state.go step), once: the
-// hole is marked raised in the state (and stays a hole: it is never
-// acknowledged), and the idempotency key makes a retry after a lost state
-// emit nothing new. The first failure stops; the rest wait for the next
-// call.
+// GapGrace on its outbox's clock (the time the gateway spent sending:
+// state.go, step), once: the hole is marked raised in the state (and
+// stays a hole: it is never acknowledged), and the idempotency key makes
+// a retry after a lost state emit nothing new. The first failure stops;
+// the rest wait for the next call.
 func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
 	ids := make([]string, 0, len(s.outboxes))
 	for id := range s.outboxes {
