@@ -48,9 +48,13 @@ const (
 	ackTimeout    = 20 * time.Second
 	// ackEvery is the consumer's ack cadence, well inside ackTimeout.
 	ackEvery = 3 * time.Second
-	// gapGrace is the consumer's grace for a hole: longer than two ack
-	// timeouts and the longest fault, so a batch lost and resent twice is
-	// a hole that closes, not a bowl.data_gap.
+	// gapGrace is the consumer's grace for a hole, in the gateway's
+	// sending time: longer than two ack timeouts and one outage, so a
+	// batch lost and resent twice is a hole that closes, not a
+	// bowl.data_gap. An outage counts as at most the consumer's GapStep,
+	// a fifteenth of the grace (3.3 s), however long it lasts
+	// (cloud/durable Config.GapStep); the margin also covers a resend
+	// that waits for the next batch round.
 	gapGrace = 2*ackTimeout + 10*time.Second
 	// eventsVisibility is the events queue's visibility timeout in a run
 	// (provisioning's 60s would make every crash cost a minute); the

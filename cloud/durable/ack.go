@@ -15,10 +15,44 @@ const maxAckBytes = wire.MaxPayload
 // ackIfDue publishes s's acknowledgements when one is due: some outbox
 // has seqs not yet acknowledged and the last ack is AckEvery old. An ack
 // repeats every range of the outbox seen in the stream, so a lost one is
-// made good by the next. Only when every message of it is published is
-// the ack time recorded (and the state row written, finish). v1 seqs are
-// never acknowledged: a v1 gateway forgets on PUBACK.
+// made good by the next. v1 seqs are never acknowledged: a v1 gateway
+// forgets on PUBACK.
+//
+// An ack names only what the state row holds: the row is written first
+// (when it lacks something), the messages are made from it, and while
+// the row cannot be written no ack goes out. The gateway deletes what an
+// ack names, so a row that lacked it (the process died between the ack
+// and the row) would leave a hole no resend fills, a false
+// bowl.data_gap. A publish that fails is tried again at the next call
+// with the same messages, without writing the row again. Only when every
+// message is published is the ack time recorded, in memory: the row's is
+// the ack before, so after a restart an ack may come early, never late.
 func (c *Consumer) ackIfDue(ctx context.Context, s *gwState, now time.Time) {
+	if s.pending == nil && !c.makeAck(ctx, s, now) {
+		return
+	}
+	ids := make([]string, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	topic := wire.AckTopic(s.tenant, s.gw)
+	for _, id := range ids {
+		if err := c.publish(ctx, topic, s.pending[id]); err != nil {
+			c.obs.Ack("error")
+			c.warnUnlessStopping(ctx, "ack not published; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "outbox", id, "err", err)
+			return
+		}
+		delete(s.pending, id)
+	}
+	s.pending = nil
+	s.lastAck = now
+}
+
+// makeAck sets s.pending to the ack messages due, made from what the
+// state row holds (written first when it lacks something); false when
+// none is due or the row could not be written.
+func (c *Consumer) makeAck(ctx context.Context, s *gwState, now time.Time) bool {
 	var ids []string
 	for id, o := range s.outboxes {
 		if o.fresh && id != V1Outbox {
@@ -26,24 +60,30 @@ func (c *Consumer) ackIfDue(ctx context.Context, s *gwState, now time.Time) {
 		}
 	}
 	if len(ids) == 0 || (!s.lastAck.IsZero() && now.Sub(s.lastAck) < c.cfg.AckEvery) {
-		return
+		return false
 	}
-	sort.Strings(ids)
-	topic := wire.AckTopic(s.tenant, s.gw)
+	if s.dirty || s.unstored {
+		if err := c.saveState(ctx, s); err != nil {
+			c.obs.Ack("error")
+			c.warnUnlessStopping(ctx, "ack not published: the gateway state it names was not written; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "err", err)
+			return false
+		}
+	}
+	pending := map[string][][]byte{}
 	for _, id := range ids {
 		msgs, err := ackMessages(id, s.outboxes[id], now, maxAckBytes)
-		if err == nil {
-			err = c.publish(ctx, topic, msgs)
-		}
 		if err != nil {
 			c.obs.Ack("error")
-			c.warnUnlessStopping(ctx, "ack not published; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "outbox", id, "err", err)
-			return
+			c.warnUnlessStopping(ctx, "ack not made; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "outbox", id, "err", err)
+			return false
 		}
-		s.outboxes[id].fresh = false
+		pending[id] = msgs
 	}
-	s.lastAck = now
-	s.dirty = true
+	for _, id := range ids {
+		s.outboxes[id].fresh = false // seqs taken in from now on make it fresh again
+	}
+	s.pending = pending
+	return true
 }
 
 func (c *Consumer) publish(ctx context.Context, topic string, msgs [][]byte) error {

@@ -61,8 +61,12 @@ const (
 	// DefaultGapGrace is GapGrace's default: no shorter than the
 	// gateway's resend timeout (edge/forward DefaultAckTimeout), so a
 	// hole the gateway is about to fill is not reported; it is also how
-	// late a telemetry bowl.data_gap comes.
+	// late, in the gateway's sending time, a telemetry bowl.data_gap
+	// comes. A batch lost twice takes two resend timeouts to fill, and
+	// is reported.
 	DefaultGapGrace = 45 * time.Minute
+	// gapStepsPerGrace makes GapStep's default: GapGrace / 15.
+	gapStepsPerGrace = 15
 	// DefaultRollupEvery is DefaultConfig's RollupEvery.
 	DefaultRollupEvery = 30 * time.Minute
 	// DefaultRegistryTTL is RegistryTTL's default.
@@ -103,8 +107,17 @@ type Config struct {
 	// GapGrace is how long, on the gateway's clock, a hole between the
 	// seqs of one (outbox, thing) may stay open before bowl.data_gap is
 	// raised; default DefaultGapGrace, 45 min, the gateway's resend
-	// timeout.
+	// timeout. Only time the gateway spent sending counts (GapStep).
 	GapGrace time.Duration
+	// GapStep is the most one step of an outbox's clock, from the
+	// sent_at of one of its batches to the next, adds to the age of its
+	// holes: a gateway that sent nothing for longer was offline or had
+	// its broker down, so it could not resend, and an outage counts as
+	// at most GapStep (docs/telemetry-path.md, "Gaps"). Default
+	// GapGrace/15 (3 min at the default grace): longer than the
+	// gateway's batch interval (edge/forward, 1 min), so steady traffic
+	// counts in full.
+	GapStep time.Duration
 	// RollupEvery is the length of a rollup window: a bowl's minutes of
 	// one window go to DynamoDB as one row, written once, RollupSlack
 	// after the window ends (docs/cost.md). It divides an hour. 0 writes
@@ -182,7 +195,7 @@ func (c Config) Validate() error {
 	case c.Emitter == nil:
 		return fmt.Errorf("%w: Emitter is required", ErrConfig)
 	}
-	if c.AckEvery < 0 || c.GapGrace < 0 || c.RegistryTTL < 0 || c.RollupEvery < 0 || c.MaxAhead < 0 || c.CallTimeout < 0 || c.MaxSpans < 0 || c.MaxOutboxes < 0 || c.MaxThings < 0 ||
+	if c.AckEvery < 0 || c.GapGrace < 0 || c.GapStep < 0 || c.RegistryTTL < 0 || c.RollupEvery < 0 || c.MaxAhead < 0 || c.CallTimeout < 0 || c.MaxSpans < 0 || c.MaxOutboxes < 0 || c.MaxThings < 0 ||
 		c.MaxGateways < 0 || c.MaxBowls < 0 || c.Rejections.PerGateway < 0 || c.Rejections.Window < 0 || c.Rejections.CacheSize < 0 {
 		return fmt.Errorf("%w: durations and sizes must not be negative", ErrConfig)
 	}
@@ -207,6 +220,7 @@ func (c *Config) setDefaults() {
 	def(&c.AckEvery, DefaultAckEvery)
 	def(&c.RegistryTTL, DefaultRegistryTTL)
 	def(&c.GapGrace, DefaultGapGrace)
+	def(&c.GapStep, max(c.GapGrace/gapStepsPerGrace, time.Nanosecond))
 	def(&c.MaxAhead, 5*time.Minute)
 	def(&c.CallTimeout, 5*time.Second)
 	def(&c.Rejections.Window, time.Minute)

@@ -160,9 +160,7 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 	}
 	now := d.gatewayNow(fix)
 	ob := st.outbox(d.outbox)
-	if now.After(ob.seen) {
-		ob.seen = now
-	}
+	ob.step(now, c.cfg.GapStep)
 	var fresh, dups int
 	var bowls []*bowlRollup
 	for _, s := range d.series {
@@ -192,14 +190,10 @@ func (c *Consumer) take(ctx context.Context, r Record) (*gwState, []*bowlRollup,
 		if t.tidy(before) {
 			st.dirty = true // a hole opened or closed
 		}
-		for _, h := range t.spans.holes() {
-			if _, ok := t.noticed[h.From]; !ok {
-				t.noticed[h.From] = now
-			}
-		}
+		t.notice(now, ob.clock)
 	}
 	if fresh > 0 {
-		ob.fresh = true
+		ob.fresh, st.unstored = true, true
 	}
 	st.bound(&c.cfg)
 	c.obs.Samples(fresh)
@@ -316,8 +310,8 @@ const finishWorkers = 8
 func (c *Consumer) finishGateway(ctx context.Context, s *gwState, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.ackIfDue(ctx, s, now)
 	c.raiseGaps(ctx, s)
+	c.ackIfDue(ctx, s, now) // writes the row first when an ack is due
 	if !s.dirty {
 		return
 	}

@@ -13,8 +13,10 @@
 //   - keeps per (gateway, outbox, thing) the seq spans seen in the stream,
 //     drops the samples it has seen before, and acknowledges the spans to
 //     the gateway (wire.AckMessage) at most once per Config.AckEvery;
-//   - raises bowl.data_gap for a hole open longer than Config.GapGrace on
-//     the gateway's clock;
+//   - raises bowl.data_gap for a hole open longer than Config.GapGrace of
+//     the gateway's sending time (its sent_at, each step between two
+//     batches counting at most Config.GapStep, so an outage does not
+//     count);
 //   - rolls the new samples up per bowl and minute for the console
 //     (ReadRollups).
 //
@@ -24,11 +26,14 @@
 // # State
 //
 // A gateway's spans live in one row of the telemetry table (keys.go),
-// cached in the process and written with optimistic locking only when an
-// ack was published, a hole opened or closed, or a gap was raised. The row
-// is not the durability promise, the stream is: it holds only seqs that a
-// record carried, so a lost or stale row makes the consumer acknowledge
-// less, and the gateway resends what it was not told about.
+// cached in the process and written with optimistic locking only before
+// an ack is published, when a hole opened or closed, or when a gap was
+// raised. The row is not the durability promise, the stream is: it holds
+// only seqs that a record carried, so a lost or stale row makes the
+// consumer acknowledge less, and the gateway resends what it was not told
+// about. An ack names only what the row holds (ack.go): the gateway
+// deletes what it is acknowledged, and a row without it would leave a
+// hole no resend fills.
 //
 // # Caveats
 //
@@ -40,9 +45,13 @@
 //   - An ack is due only when a record arrives (or Flush is called): a
 //     gateway that goes quiet right after a batch is acknowledged when it
 //     resends. Its resend timeout must be longer than AckEvery.
-//   - After a lost state row, a hole that spans seqs acknowledged before
-//     the loss can be raised as bowl.data_gap although the gateway deleted
-//     them rightly; the idempotency key keeps it to one event per hole.
+//   - After a lost state row (expired or unreadable), a hole that spans
+//     seqs acknowledged before the loss can be raised as bowl.data_gap
+//     although the gateway deleted them rightly; the idempotency key keeps
+//     it to one event per hole.
+//   - GapGrace must cover every loss of the same batch (each costs the
+//     gateway's ack timeout) and one GapStep: at the defaults a batch
+//     lost twice is reported (docs/telemetry-path.md, "Gaps").
 //   - Unwritten rollup minutes live in memory: a lost process loses up to
 //     RollupEvery + RollupSlack of presentation data, never a sample.
 package durable

@@ -12,11 +12,11 @@ import (
 )
 
 // raiseGaps raises bowl.data_gap for each hole of s open longer than
-// GapGrace on the gateway's clock (its outbox's latest record), once: the
-// hole is marked raised in the state (and stays a hole: it is never
-// acknowledged), and the idempotency key makes a retry after a lost state
-// emit nothing new. The first failure stops; the rest wait for the next
-// call.
+// GapGrace on its outbox's clock (the time the gateway spent sending:
+// state.go, step), once: the hole is marked raised in the state (and
+// stays a hole: it is never acknowledged), and the idempotency key makes
+// a retry after a lost state emit nothing new. The first failure stops;
+// the rest wait for the next call.
 func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
 	ids := make([]string, 0, len(s.outboxes))
 	for id := range s.outboxes {
@@ -34,7 +34,7 @@ func (c *Consumer) raiseGaps(ctx context.Context, s *gwState) {
 			t := o.things[name]
 			for _, h := range t.spans.holes() {
 				since, ok := t.noticed[h.From]
-				if !ok || o.seen.Sub(since) < c.cfg.GapGrace || t.isRaised(h) {
+				if !ok || o.clock.Sub(t.opened[h.From]) < c.cfg.GapGrace || t.isRaised(h) {
 					continue
 				}
 				g := catalog.DataGap{Thing: name, Lane: wire.KindTelemetry, Outbox: id, FromSeq: h.From, ToSeq: h.To, MissingSince: since.UTC()}

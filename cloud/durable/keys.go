@@ -18,14 +18,17 @@ import (
 //	               entity = "telemetry_state" (StateEntity), tenant,
 //	               gateway, version (N), updated_at (S, RFC 3339 nano),
 //	               state (S: JSON of storedState: per outbox id its last
-//	               gateway time and per thing the seq spans seen in the
-//	               stream, the holes' first-noticed gateway times and the
-//	               holes raised as bowl.data_gap; the last ack time),
+//	               gateway time and clock (state.go step) and per thing
+//	               the seq spans seen in the stream, the holes'
+//	               first-noticed gateway and outbox-clock times and the
+//	               holes raised as bowl.data_gap; the ack time before the
+//	               last),
 //	               ttl (N, epoch seconds: updated_at + StateTTL)
 //
 // Put with optimistic locking (attribute_not_exists(pk) for the first
-// write, then version = the version read) only when an ack was published,
-// a hole opened or closed, or a gap was raised (state.go). Read with one
+// write, then version = the version read) only before an ack is
+// published, when a hole opened or closed, or when a gap was raised
+// (state.go, ack.go). Read with one
 // consistent GetItem when this process first meets the gateway, and again
 // when a put loses the race.
 //

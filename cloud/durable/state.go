@@ -27,8 +27,15 @@ type gwState struct {
 	// version is the row's version as last read or written; 0: no row.
 	version  int64
 	outboxes map[string]*outboxState
-	// lastAck is the wall-clock time of the last published ack.
+	// lastAck is the wall-clock time of the last published ack (the
+	// row holds the one before: ack.go).
 	lastAck time.Time
+	// unstored: seqs were taken in since the last write; an ack must
+	// not name them before a write (ack.go).
+	unstored bool
+	// pending are the messages of an ack made but not yet published,
+	// per outbox id; nil when none is (ack.go).
+	pending map[string][][]byte
 	// dirty: something worth writing happened since the last write (an
 	// ack, a hole opened or closed, a gap raised).
 	dirty bool
@@ -37,7 +44,11 @@ type gwState struct {
 // outboxState is one outbox instance of a gateway.
 type outboxState struct {
 	// seen is the latest gateway time of its records (clock.go).
-	seen   time.Time
+	seen time.Time
+	// clock is the time the gateway spent sending: it advances with
+	// seen, by at most Config.GapStep a step (step). Holes age on it
+	// (gaps.go).
+	clock  time.Time
 	things map[string]*thingState
 	// fresh: seqs arrived since its last ack (memory only: after a cold
 	// start the gateway's resend makes them fresh again).
@@ -48,8 +59,8 @@ type outboxState struct {
 type thingState struct {
 	spans spanSet
 	// noticed is when each hole was first noticed, on the gateway's clock,
-	// by its first seq.
-	noticed map[uint64]time.Time
+	// by its first seq; opened likewise on its outbox's clock.
+	noticed, opened map[uint64]time.Time
 	// raised are the holes raised as bowl.data_gap, still open. They are
 	// never merged into spans: a raised hole is not acknowledged.
 	raised spanSet
@@ -73,10 +84,35 @@ func (s *gwState) outbox(id string) *outboxState {
 func (o *outboxState) thing(name string) *thingState {
 	t := o.things[name]
 	if t == nil {
-		t = &thingState{noticed: map[uint64]time.Time{}}
+		t = &thingState{noticed: map[uint64]time.Time{}, opened: map[uint64]time.Time{}}
 		o.things[name] = t
 	}
 	return t
+}
+
+// step moves o's gateway time to now when it is later, and its clock by
+// as much, up to most: a gateway that sent nothing for longer than a
+// few batch intervals was offline (or had nothing to send), and
+// offline it could not resend a hole either. Records taken in again,
+// or out of order, move nothing.
+func (o *outboxState) step(now time.Time, most time.Duration) {
+	switch {
+	case o.seen.IsZero():
+		o.seen, o.clock = now, now
+	case now.After(o.seen):
+		o.clock = o.clock.Add(min(now.Sub(o.seen), most))
+		o.seen = now
+	}
+}
+
+// notice notes the holes of t not noticed before: now on the gateway's
+// clock, at on its outbox's.
+func (t *thingState) notice(now, at time.Time) {
+	for _, h := range t.spans.holes() {
+		if _, ok := t.noticed[h.From]; !ok {
+			t.noticed[h.From], t.opened[h.From] = now, at
+		}
+	}
 }
 
 // tidy forgets what closed: notes and raised marks of holes that no longer
@@ -86,6 +122,7 @@ func (t *thingState) tidy(before []span) bool {
 	for from := range t.noticed {
 		if !slices.ContainsFunc(holes, func(h span) bool { return h.From == from }) {
 			delete(t.noticed, from)
+			delete(t.opened, from)
 		}
 	}
 	// A raised mark stays while some hole lies within it (a resend that
@@ -143,6 +180,12 @@ func (s *gwState) merge(o *gwState) {
 		if ob.seen.After(mine.seen) {
 			mine.seen = ob.seen
 		}
+		// The earlier clock and each hole's later opening: the two
+		// processes' clocks may have skipped different outages, and
+		// erring late delays a gap, never raises a false one.
+		if mine.clock.IsZero() || (!ob.clock.IsZero() && ob.clock.Before(mine.clock)) {
+			mine.clock = ob.clock
+		}
 		for name, th := range ob.things {
 			t := mine.thing(name)
 			before := t.spans.holes()
@@ -150,6 +193,11 @@ func (s *gwState) merge(o *gwState) {
 			for from, at := range th.noticed {
 				if cur, ok := t.noticed[from]; !ok || at.Before(cur) {
 					t.noticed[from] = at
+				}
+			}
+			for from, at := range th.opened {
+				if cur, ok := t.opened[from]; !ok || at.After(cur) {
+					t.opened[from] = at
 				}
 			}
 			t.raised = t.raised.union(th.raised)
@@ -166,13 +214,17 @@ type storedState struct {
 }
 
 type storedOutbox struct {
-	Seen   time.Time              `json:"seen,omitzero"`
+	Seen time.Time `json:"seen,omitzero"`
+	// Clock is absent from rows written before 2026-12-05: it starts at
+	// Seen, and Opened at Noticed.
+	Clock  time.Time              `json:"clock,omitzero"`
 	Things map[string]storedThing `json:"things"`
 }
 
 type storedThing struct {
 	Spans   [][2]uint64          `json:"spans"`
 	Noticed map[string]time.Time `json:"noticed,omitempty"`
+	Opened  map[string]time.Time `json:"opened,omitempty"`
 	Raised  [][2]uint64          `json:"raised,omitempty"`
 	Forgot  uint64               `json:"forgot,omitempty"`
 }
@@ -198,13 +250,15 @@ func fromPairs(p [][2]uint64) spanSet {
 func (s *gwState) encode() ([]byte, error) {
 	st := storedState{LastAck: s.lastAck, Outboxes: map[string]storedOutbox{}}
 	for id, o := range s.outboxes {
-		so := storedOutbox{Seen: o.seen, Things: map[string]storedThing{}}
+		so := storedOutbox{Seen: o.seen, Clock: o.clock, Things: map[string]storedThing{}}
 		for name, t := range o.things {
 			th := storedThing{Spans: toPairs(t.spans), Raised: toPairs(t.raised), Forgot: t.forgot}
 			if len(t.noticed) > 0 {
 				th.Noticed = map[string]time.Time{}
+				th.Opened = map[string]time.Time{}
 				for from, at := range t.noticed {
 					th.Noticed[u64(from)] = at.UTC()
+					th.Opened[u64(from)] = t.opened[from].UTC()
 				}
 			}
 			so.Things[name] = th
@@ -223,13 +277,19 @@ func decodeState(tenant, gw string, b []byte) (*gwState, error) {
 	s.lastAck = st.LastAck
 	for id, so := range st.Outboxes {
 		o := s.outbox(id)
-		o.seen = so.Seen
+		o.seen, o.clock = so.Seen, so.Clock
+		if o.clock.IsZero() {
+			o.clock = o.seen
+		}
 		for name, th := range so.Things {
 			t := o.thing(name)
 			t.spans, t.raised, t.forgot = fromPairs(th.Spans), fromPairs(th.Raised), th.Forgot
 			for from, at := range th.Noticed {
 				if f, err := strconv.ParseUint(from, 10, 64); err == nil {
 					t.noticed[f] = at
+					if t.opened[f] = at; !th.Opened[from].IsZero() {
+						t.opened[f] = th.Opened[from]
+					}
 				}
 			}
 			t.tidy(nil)
@@ -291,7 +351,7 @@ func (c *Consumer) saveState(ctx context.Context, s *gwState) error {
 			return err
 		}
 		c.obs.StateWrite("ok")
-		s.dirty = false
+		s.dirty, s.unstored = false, false
 		return nil
 	}
 }

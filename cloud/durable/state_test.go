@@ -109,8 +109,9 @@ func TestHolesAndBoundsNeverAcked(t *testing.T) {
 // A hole open longer than GapGrace on the gateway's clock raises
 // bowl.data_gap once, stamped with the gateway's clock; the wall clock
 // does not count, and a failed emit is tried again with the same key.
+// (Its batches come far apart: GapStep lets each step count in full.)
 func TestGapRaisedOnceOnGatewayClock(t *testing.T) {
-	r := newRig(t, nil)
+	r := newRig(t, func(c *Config) { c.GapStep = DefaultGapGrace })
 	gw := t0.Add(-48 * time.Hour) // the gateway's clock: two days behind, plausible
 	send := func(from, to uint64, sent time.Time) {
 		t.Helper()
@@ -280,10 +281,10 @@ func TestStateRoundTrip(t *testing.T) {
 	s := newGWState(tenant, "gw-1")
 	s.lastAck = t0
 	o := s.outbox("ob1")
-	o.seen = t0
+	o.seen, o.clock = t0, t0.Add(-time.Hour)
 	th := o.thing("gw-1:a")
 	th.spans = spanSet{{1, 5}, {9, 12}}
-	th.noticed[6] = t0
+	th.noticed[6], th.opened[6] = t0, t0.Add(-time.Hour)
 	th.raised = spanSet{{6, 8}}
 	b, err := s.encode()
 	if err != nil {
@@ -299,5 +300,29 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if string(b) != string(b2) {
 		t.Errorf("round trip:\n got %s\nwant %s", b2, b)
+	}
+}
+
+// A row written before the outbox clock (2026-12-05) reads with its
+// holes' ages as they were: the clock starts at seen, each hole's
+// opening at its noticed time. The rows written since add "clock" and
+// "opened", which the earlier code ignores.
+func TestStateRowBeforeClock(t *testing.T) {
+	old := `{"last_ack":"2026-03-02T10:30:00Z","outboxes":{"ob1":{"seen":"2026-03-02T10:40:00Z","things":{"gw-1:a":{"spans":[[1,10],[20,30]],"noticed":{"11":"2026-03-02T10:01:00Z"}}}}}}`
+	s, err := decodeState(tenant, "gw-1", []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s.outboxes["ob1"]
+	if th := o.things["gw-1:a"]; !o.clock.Equal(o.seen) || !th.opened[11].Equal(th.noticed[11]) {
+		t.Errorf("clock %v, opened %v; want seen %v, noticed %v", o.clock, th.opened, o.seen, th.noticed)
+	}
+	b, err := s.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"last_ack":"2026-03-02T10:30:00Z","outboxes":{"ob1":{"seen":"2026-03-02T10:40:00Z","clock":"2026-03-02T10:40:00Z","things":{"gw-1:a":{"spans":[[1,10],[20,30]],"noticed":{"11":"2026-03-02T10:01:00Z"},"opened":{"11":"2026-03-02T10:01:00Z"}}}}}}`
+	if string(b) != want {
+		t.Errorf("encoded:\n got %s\nwant %s", b, want)
 	}
 }

@@ -1,0 +1,139 @@
+package durable
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/edge/wire"
+)
+
+// gatewayFeed sends one gateway's batches of thing "gw-1:a" on outbox
+// ob1, a batch a minute on the gateway's clock.
+type gatewayFeed struct {
+	r   *rig
+	gw  time.Time // the gateway's clock
+	seq uint64    // the next new seq
+}
+
+// batch sends seqs from..to stamped with the feed's clock, received at
+// once (a clock in step with the wall clock).
+func (f *gatewayFeed) batch(t *testing.T, from, to uint64) {
+	t.Helper()
+	f.r.clock.Set(f.gw)
+	f.r.handle(t, f.r.c, f.r.record(t, tenant, "gw-1", f.r.clock.Now(), encode(t, "ob1", f.gw, weights("gw-1:a", from, to, f.gw))))
+}
+
+// minutes sends n batches of ten new seqs, one a minute.
+func (f *gatewayFeed) minutes(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		f.gw = f.gw.Add(time.Minute)
+		f.batch(t, f.seq, f.seq+9)
+		f.seq += 10
+	}
+}
+
+// A gateway that cannot resend (offline, its broker down) sends no
+// batch, but its clock goes on: the first batch after an outage longer
+// than GapGrace must not make a hole noticed before it look overdue, as
+// the gateway's resend of it is still on its way (AWS IoT keeps no
+// order). Only time the gateway spent sending counts, each step between
+// two batches up to GapStep.
+func TestGapNotRaisedByOutage(t *testing.T) {
+	r := newRig(t, nil)
+	f := &gatewayFeed{r: r, gw: t0, seq: 20}
+	f.batch(t, 1, 10)
+	f.minutes(t, 30) // hole 11..19 noticed at t0+1m, open 30 min
+	f.gw = f.gw.Add(8 * time.Hour)
+	f.batch(t, f.seq, f.seq+9) // the first batch after a night offline
+	f.seq += 10
+	if gaps := r.emit.gaps(); len(gaps) != 0 {
+		t.Fatalf("gaps after an 8 h outage = %+v; want none (the hole had 30 min of the gateway's time to be resent, not %v)", gaps, DefaultGapGrace)
+	}
+	f.minutes(t, 5)
+	f.gw = f.gw.Add(time.Minute)
+	f.batch(t, 11, 19) // the resend
+	if gaps := r.emit.gaps(); len(gaps) != 0 {
+		t.Fatalf("gaps = %+v; want none: the hole closed", gaps)
+	}
+	f.minutes(t, 60)
+	if gaps := r.emit.gaps(); len(gaps) != 0 {
+		t.Fatalf("gaps = %+v; want none: the hole closed", gaps)
+	}
+}
+
+// Outages count at most GapStep each, but a hole that stays open over
+// GapGrace of the gateway sending still raises bowl.data_gap, stamped
+// with the gateway's clock when it was first noticed.
+func TestGapRaisedAfterOutageAndGrace(t *testing.T) {
+	r := newRig(t, nil)
+	step := DefaultGapGrace / 15
+	f := &gatewayFeed{r: r, gw: t0, seq: 20}
+	f.batch(t, 1, 10)
+	f.minutes(t, 1) // hole 11..19 noticed at t0+1m
+	for range 3 {
+		f.gw = f.gw.Add(2 * time.Hour) // an outage: counts as one step
+		f.minutes(t, 10)
+	}
+	credited := 3 * (step + 9*time.Minute)
+	left := int((DefaultGapGrace - credited) / time.Minute)
+	f.minutes(t, left-1)
+	if gaps := r.emit.gaps(); len(gaps) != 0 {
+		t.Fatalf("gaps after %v of the gateway's time = %+v; want none yet", credited+time.Duration(left-1)*time.Minute, gaps)
+	}
+	f.minutes(t, 1)
+	want := catalog.DataGap{Thing: "gw-1:a", Lane: wire.KindTelemetry, Outbox: "ob1", FromSeq: 11, ToSeq: 19, MissingSince: t0.Add(time.Minute)}
+	if gaps := r.emit.gaps(); len(gaps) != 1 || gaps[0] != want {
+		t.Fatalf("gaps after %v of the gateway's time = %+v; want once %+v", DefaultGapGrace, gaps, want)
+	}
+}
+
+// A consumer that died between publishing an ack and writing its state
+// row would leave a row without seqs the gateway has since deleted: a
+// hole no resend fills, raised as a false bowl.data_gap once its grace
+// is over. So the row that holds what an ack names is written first, and
+// while it cannot be written no ack goes out (the gateway resends).
+func TestAckOnlyWhatTheRowHolds(t *testing.T) {
+	edit := func(c *Config) { c.AckEvery = 2 * time.Minute }
+	r := newRig(t, edit)
+	f := &gatewayFeed{r: r, gw: t0, seq: 1}
+	f.minutes(t, 2) // 1..10 acknowledged with the row written; 11..20 taken in
+	r.db.mu.Lock()
+	r.db.fail = errors.New("process killed")
+	r.db.mu.Unlock()
+	f.minutes(t, 1) // 21..30: an ack is due, the row cannot be written
+	row := str(r.db.items[[2]string{StatePK(tenant, "gw-1"), StateSK}], "state")
+	st, err := decodeState(tenant, "gw-1", []byte(row))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := st.outboxes["ob1"].things["gw-1:a"].spans
+	acked := ackedRanges(t, r.pub, "ob1")["gw-1:a"]
+check:
+	for _, a := range acked {
+		for q := a.From; q <= a.To; q++ {
+			if !stored.contains(q) {
+				t.Errorf("acked %v, the row holds %v: seq %d acknowledged, not stored", acked, stored, q)
+				break check
+			}
+		}
+	}
+	// A new process on the row; the gateway resends what it was not told
+	// about once its ack timeout is over.
+	r.db.mu.Lock()
+	r.db.fail = nil
+	r.db.mu.Unlock()
+	r.c = r.consumer(t, r.db, edit)
+	f.minutes(t, 45)
+	for q := uint64(11); q <= 30; q++ {
+		if !acked.contains(q) {
+			f.batch(t, q, q)
+		}
+	}
+	f.minutes(t, 60)
+	if gaps := r.emit.gaps(); len(gaps) != 0 {
+		t.Fatalf("gaps = %+v; want none (the stream holds every seq)", gaps)
+	}
+}
