@@ -186,8 +186,8 @@ func OldestWhole(now time.Time) time.Time {
 func CheckDays(days []time.Time, oldest time.Time) error {
 	for _, d := range days {
 		if d.Before(oldest) {
-			return fmt.Errorf("%w: %s (rollup rows live %v after their window; the oldest day still whole is %s)",
-				ErrExpired, d.UTC().Format(time.DateOnly), durable.RollupTTL, oldest.UTC().Format(time.DateOnly))
+			return fmt.Errorf("%w: %s (rollup rows live %g days after their window; the oldest day still whole is %s)",
+				ErrExpired, d.UTC().Format(time.DateOnly), durable.RollupTTL.Hours()/24, oldest.UTC().Format(time.DateOnly))
 		}
 	}
 	return nil

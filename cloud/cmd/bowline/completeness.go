@@ -152,12 +152,14 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 			"A day of more bowls than one event holds (about 800) is stated in parts,\n"+
 			"part k of n each with the whole day's digest. --days 2 also states the day\n"+
 			"before --day if a missed run left it unstated (the daily job runs so); a day\n"+
-			"already stated costs no read. A day whose rollups have begun to expire (3 days\n"+
-			"after it; before the day before yesterday) is refused: its counts would be wrong.\n"+
-			"Days a tenant's chain leaves unstated before that are lost: each run logs them\n"+
-			"at level=ERROR (msg=completeness_days_lost, tenant, from, to, days).\n"+
+			"already stated costs no read but the tenant's log, read once a run. A day whose\n"+
+			"rollups have begun to expire (3 days after it: before the day before yesterday)\n"+
+			"is refused, its counts would be wrong; days a tenant's chain left unstated\n"+
+			"before then are lost, and the runs of the day they fall out of reach log them at\n"+
+			"level=ERROR (msg=completeness_days_lost, tenant, from, to, days).\n"+
 			"A tenant that fails is logged at level=ERROR and the others go on; the exit\n"+
-			"status is then 1, naming the tenants. Exit status 2 for a tenant with no chain.\n"+
+			"status is then 1, naming the tenants. Exit status 2 for a tenant with no chain\n"+
+			"or a day refused.\n"+
 			"docs/completeness.md has the rules.")
 	var tenants multi
 	fs.Var(&tenants, "tenant", "a tenant whose day to state (repeatable; or --all)")
