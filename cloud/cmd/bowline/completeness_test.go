@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/deploy/cfn"
@@ -184,7 +185,8 @@ func TestCompletenessCommand(t *testing.T) {
 // logged at level=ERROR with its name, the tenants after it are still
 // stated, and the command exits 1 naming it, without the heartbeat. A
 // tenant whose chain stops stating days before the oldest still whole is
-// reported as days lost, once per run, also at level=ERROR.
+// reported as days lost, once per run, also at level=ERROR. Stating days
+// already stated again costs one read of the tenant's log and nothing else.
 func TestCompletenessAnchorGoesOnPastAFailedTenant(t *testing.T) {
 	testkit.Long(t, "runs the bowline binary")
 	bin := bowlineBin(t)
@@ -281,6 +283,43 @@ func TestCompletenessAnchorGoesOnPastAFailedTenant(t *testing.T) {
 	if logged("completeness_anchored") {
 		t.Errorf("the heartbeat was logged by a run that failed a tenant")
 	}
+
+	// What a day already stated costs: charlie's two days again read its
+	// log (one Query page) and nothing else, and emit nothing.
+	count := &countingDB{LogDB: db, queries: map[string]int{}}
+	tables := completeness.Tables{Telemetry: names.TelemetryTable(), Events: names.EventsTable()}
+	rs, _, err := completeness.Anchor(ctx, count, tables, refuseEmit{t}, "charlie", nil, []time.Time{yesterday.Add(-24 * time.Hour), yesterday}, completeness.OldestWhole(time.Now()))
+	if err != nil || len(rs) != 2 || !rs[0].Already || !rs[1].Already {
+		t.Fatalf("Anchor of charlie's stated days = %+v, %v; want both already stated", rs, err)
+	}
+	if want := map[string]int{names.EventsTable(): 1}; !reflect.DeepEqual(count.queries, want) || count.gets != 0 {
+		t.Errorf("Anchor of two stated days: Query per table %v, %d GetItem; want %v and none", count.queries, count.gets, want)
+	}
+}
+
+// countingDB counts the calls Anchor makes.
+type countingDB struct {
+	engine.LogDB
+	queries map[string]int
+	gets    int
+}
+
+func (c *countingDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c.queries[*in.TableName]++
+	return c.LogDB.Query(ctx, in, opts...)
+}
+
+func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.gets++
+	return c.LogDB.GetItem(ctx, in, opts...)
+}
+
+// refuseEmit fails the test on any emit.
+type refuseEmit struct{ t *testing.T }
+
+func (r refuseEmit) EmitEvent(_ context.Context, ev engine.Event) (engine.Envelope, error) {
+	r.t.Errorf("emit of %s under %s; want none", ev.Type, ev.IdempotencyKey)
+	return engine.Envelope{}, errors.New("no emit here")
 }
 
 // TestCompletenessAnchorRefusesAnExpiredDay: a day whose rollups have
