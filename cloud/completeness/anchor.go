@@ -207,8 +207,8 @@ type Lost struct {
 // oldest or, when it states none, from the day of its first event. Holes
 // further back are not searched: each lost day is found by the runs of
 // the one UTC day in which it falls out of reach (oldest moves past it),
-// however many of them there are, and by no later run, so a daily job
-// reports it once.
+// however many of them there are, and by no later run once one has
+// stated the days in reach, so a daily job reports it once.
 func LostDays(envs []engine.Envelope, oldest time.Time) Lost {
 	oldest = oldest.UTC().Truncate(24 * time.Hour)
 	var from time.Time
