@@ -38,6 +38,9 @@ var (
 	ErrPartlyStated = errors.New("day partly stated with another digest")
 	// ErrBowlTooLarge: one bowl's line alone exceeds the part bound.
 	ErrBowlTooLarge = errors.New("bowl line too large for one part")
+	// ErrExpired: a day older than OldestWhole; some of its rollup rows
+	// may be gone, so its counts would be wrong for good.
+	ErrExpired = errors.New("day's rollups have begun to expire")
 )
 
 // IdempotencyKey is the key a tenant's day is stated under when it fits
@@ -168,29 +171,102 @@ type Result struct {
 	Already bool
 }
 
+// OldestWhole returns the oldest UTC day whose rollup rows are all still
+// stored at now, the oldest day a statement can be true of. A row lives
+// durable.RollupTTL after its window ends and a day's first window ends
+// after the day begins, so day D is whole until D + RollupTTL at least;
+// from then on a Query may miss its first rows (DynamoDB deletes expired
+// items when it gets to them, so the result would not even be repeatable).
+func OldestWhole(now time.Time) time.Time {
+	return now.UTC().Add(-durable.RollupTTL).Truncate(24 * time.Hour).Add(24 * time.Hour)
+}
+
+// CheckDays returns ErrExpired naming the first of days older than
+// oldest (OldestWhole).
+func CheckDays(days []time.Time, oldest time.Time) error {
+	for _, d := range days {
+		if d.Before(oldest) {
+			return fmt.Errorf("%w: %s (rollup rows live %g days after their window; the oldest day still whole is %s)",
+				ErrExpired, d.UTC().Format(time.DateOnly), durable.RollupTTL.Hours()/24, oldest.UTC().Format(time.DateOnly))
+		}
+	}
+	return nil
+}
+
+// Lost is a run of days a tenant's log leaves unstated that no run can
+// state any more: their rollups have begun to expire.
+type Lost struct {
+	// From and To are the first and the last lost day (UTC midnight).
+	From, To time.Time
+	// Days is how many days From..To holds; 0 when none is lost.
+	Days int
+}
+
+// LostDays returns the days before oldest (OldestWhole) that tenant's log
+// envs leaves unstated: the days after the newest day it states before
+// oldest or, when it states none, from the day of its first event. Holes
+// further back are not searched: each lost day is found by the runs of
+// the one UTC day in which it falls out of reach (oldest moves past it),
+// however many of them there are, and by no later run once one has
+// stated the days in reach, so a daily job reports it once.
+func LostDays(envs []engine.Envelope, oldest time.Time) Lost {
+	oldest = oldest.UTC().Truncate(24 * time.Hour)
+	var from time.Time
+	for _, e := range envs {
+		if from.IsZero() {
+			from = e.OccurredAt.UTC().Truncate(24 * time.Hour)
+		}
+		if e.Type != catalog.TypeCompletenessStated {
+			continue
+		}
+		p, err := catalog.Decode[catalog.CompletenessStated](e)
+		if err != nil {
+			continue
+		}
+		d, err := time.Parse(time.DateOnly, p.Day)
+		if err != nil || !d.Before(oldest) {
+			continue
+		}
+		if next := d.Add(24 * time.Hour); next.After(from) {
+			from = next
+		}
+	}
+	if from.IsZero() || !from.Before(oldest) {
+		return Lost{}
+	}
+	to := oldest.Add(-24 * time.Hour)
+	return Lost{From: from, To: to, Days: int(to.Sub(from)/(24*time.Hour)) + 1}
+}
+
 // Anchor states each of tenant's days and emits it as
 // audit.completeness_stated through em, once per (tenant, day): it reads
 // the tenant's log once, skips a day the log already states in full, and
 // for a day partly stated (a run that failed between parts) emits the
 // missing parts only if the day computes to the same digest, else
-// ErrPartlyStated. A statement over MaxPartBytes is split (Split); each
-// part's idempotency key (PartKey) and fingerprint (the day's digest) make
-// a concurrent run's repeat write nothing. It stops at the first day that
-// fails, returning the days done before it.
-func Anchor(ctx context.Context, db DB, tables Tables, em Emitter, tenant string, things []string, days []time.Time) ([]Result, error) {
+// ErrPartlyStated. A day before oldest (OldestWhole) is ErrExpired. A
+// statement over MaxPartBytes is split (Split); each part's idempotency
+// key (PartKey) and fingerprint (the day's digest) make a concurrent
+// run's repeat write nothing. It stops at the first day that fails,
+// returning the days done before it. It also returns the days before
+// oldest the log left unstated (LostDays), which no run can state now.
+func Anchor(ctx context.Context, db DB, tables Tables, em Emitter, tenant string, things []string, days []time.Time, oldest time.Time) ([]Result, Lost, error) {
+	if err := CheckDays(days, oldest); err != nil {
+		return nil, Lost{}, fmt.Errorf("state tenant %q: %w", tenant, err)
+	}
 	envs, err := readLog(ctx, db, tables.Events, tenant)
 	if err != nil {
-		return nil, err
+		return nil, Lost{}, err
 	}
+	lost := LostDays(envs, oldest)
 	var out []Result
 	for _, day := range days {
 		r, err := anchorDay(ctx, db, tables, em, envs, tenant, things, day)
 		if err != nil {
-			return out, err
+			return out, lost, err
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, lost, nil
 }
 
 func anchorDay(ctx context.Context, db DB, tables Tables, em Emitter, envs []engine.Envelope, tenant string, things []string, day time.Time) (Result, error) {

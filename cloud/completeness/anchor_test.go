@@ -197,3 +197,68 @@ func TestEmitPartsStatesADayOnceAndResumes(t *testing.T) {
 		t.Errorf("EmitParts over another run's same part = %d events, %v; want %d, nil", len(r.Emitted), err, n-1)
 	}
 }
+
+// A day is whole until RollupTTL after it began: at the job's hour the
+// day before yesterday is the oldest a statement can be true of, and an
+// older day is refused.
+func TestOldestWholeIsTheDayBeforeYesterday(t *testing.T) {
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	for _, tc := range []struct {
+		now  time.Time
+		want string
+	}{
+		{time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC), "2026-12-03"},   // the job's hour
+		{time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC), "2026-12-03"},   // 12-02's first rows live till 00:30 at most
+		{time.Date(2026, 12, 5, 23, 59, 0, 0, time.UTC), "2026-12-03"}, // a run by hand late in the day
+		{time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC), "2026-12-04"},
+	} {
+		if got := OldestWhole(tc.now).Format(time.DateOnly); got != tc.want {
+			t.Errorf("OldestWhole(%v) = %s; want %s", tc.now, got, tc.want)
+		}
+	}
+	oldest := OldestWhole(time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC))
+	if err := CheckDays([]time.Time{day("2026-12-03"), day("2026-12-04")}, oldest); err != nil {
+		t.Errorf("CheckDays(the job's two days) = %v; want nil", err)
+	}
+	err := CheckDays([]time.Time{day("2026-12-02"), day("2026-12-03")}, oldest)
+	if !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "2026-12-02") {
+		t.Errorf("CheckDays(from 2026-12-02) = %v; want ErrExpired naming 2026-12-02", err)
+	}
+	if _, _, err := Anchor(context.Background(), nil, Tables{}, &fakeEmitter{}, "t1", nil, []time.Time{day("2026-11-20")}, oldest); !errors.Is(err, ErrExpired) {
+		t.Errorf("Anchor of 2026-11-20 = %v; want ErrExpired before reading anything", err)
+	}
+}
+
+// The days between a tenant's newest statement and the oldest day still
+// whole are lost; so are those since its first event when it has none.
+// A hole further back is not reported again.
+func TestLostDays(t *testing.T) {
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	oldest := day("2026-12-03") // the job of 2026-12-05
+	stated := func(d string) engine.Envelope {
+		return engine.Envelope{Type: catalog.TypeCompletenessStated, OccurredAt: day(d).Add(49 * time.Hour), Payload: map[string]any{"day": d, "things": map[string]any{}, "digest": "x"}}
+	}
+	other := func(at string) engine.Envelope {
+		return engine.Envelope{Type: catalog.TypeTelemetryDropped, OccurredAt: day(at).Add(time.Hour), Payload: map[string]any{}}
+	}
+	for _, tc := range []struct {
+		name     string
+		envs     []engine.Envelope
+		from, to string
+		days     int
+	}{
+		{"every day stated", []engine.Envelope{other("2026-11-01"), stated("2026-11-30"), stated("2026-12-01"), stated("2026-12-02"), stated("2026-12-03")}, "", "", 0},
+		{"one missed run, caught up", []engine.Envelope{other("2026-11-01"), stated("2026-11-30"), stated("2026-12-02"), stated("2026-12-01")}, "", "", 0},
+		{"two missed runs", []engine.Envelope{other("2026-11-01"), stated("2026-11-29"), stated("2026-11-30")}, "2026-12-01", "2026-12-02", 2},
+		{"an old hole is not reported again", []engine.Envelope{other("2026-11-01"), stated("2026-11-20"), stated("2026-12-02")}, "", "", 0},
+		{"statements in reach do not hide a loss", []engine.Envelope{other("2026-11-01"), stated("2026-11-30"), stated("2026-12-03"), stated("2026-12-04")}, "2026-12-01", "2026-12-02", 2},
+		{"never stated", []engine.Envelope{other("2026-11-28"), other("2026-12-04")}, "2026-11-28", "2026-12-02", 5},
+		{"a new tenant", []engine.Envelope{other("2026-12-03")}, "", "", 0},
+		{"no log", nil, "", "", 0},
+	} {
+		got := LostDays(tc.envs, oldest)
+		if got.Days != tc.days || (tc.days > 0 && (got.From.Format(time.DateOnly) != tc.from || got.To.Format(time.DateOnly) != tc.to)) {
+			t.Errorf("%s: LostDays = %d days %s..%s; want %d days %s..%s", tc.name, got.Days, got.From.Format(time.DateOnly), got.To.Format(time.DateOnly), tc.days, tc.from, tc.to)
+		}
+	}
+}

@@ -131,10 +131,15 @@ func printStatement(w io.Writer, tenant string, st durable.Statement) {
 // the operator's `bowline completeness` reads.
 const anchorPart = "completeness-anchor"
 
-// maxCatchUpDays bounds --days: a rollup row lives durable.RollupTTL (3
-// days) after its window, so at the job's hour the day before yesterday
-// is still whole and the day before it has begun to expire.
-const maxCatchUpDays = 2
+// maxCatchUpDays bounds --days, and the daily job passes it
+// (deploy/cloudformation/bowline.yaml, CompletenessTaskDefinition;
+// TestCompletenessScheduleCatchesUpAllItCan): a rollup row lives
+// durable.RollupTTL (3 days) after its window, so once yesterday is
+// whole (00:35 UTC) the day before yesterday still is and the day before
+// it has begun to expire (completeness.OldestWhole). A day already stated
+// costs no read: Anchor reads the tenant's log once per run whatever the
+// days, and finds the stated ones in it.
+const maxCatchUpDays = int(durable.RollupTTL/(24*time.Hour)) - 1
 
 // completenessAnchorCmd runs `bowline completeness anchor (--tenant T ... |
 // --all) [--day D] [--days N] [--thing X ...] [--json]`.
@@ -146,9 +151,15 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 			"completeness/<tenant>/<day>, so a day already stated is skipped and says so.\n"+
 			"A day of more bowls than one event holds (about 800) is stated in parts,\n"+
 			"part k of n each with the whole day's digest. --days 2 also states the day\n"+
-			"before --day if a missed run left it unstated (the daily job runs so).\n"+
+			"before --day if a missed run left it unstated (the daily job runs so); a day\n"+
+			"already stated costs no read but the tenant's log, read once a run. A day whose\n"+
+			"rollups have begun to expire (3 days after it: before the day before yesterday)\n"+
+			"is refused, its counts would be wrong; days a tenant's chain left unstated\n"+
+			"before then are lost, and the runs of the day they fall out of reach log them at\n"+
+			"level=ERROR (msg=completeness_days_lost, tenant, from, to, days).\n"+
 			"A tenant that fails is logged at level=ERROR and the others go on; the exit\n"+
-			"status is then 1. Exit status 2 for a tenant with no chain.\n"+
+			"status is then 1, naming the tenants. Exit status 2 for a tenant with no chain\n"+
+			"or a day refused.\n"+
 			"docs/completeness.md has the rules.")
 	var tenants multi
 	fs.Var(&tenants, "tenant", "a tenant whose day to state (repeatable; or --all)")
@@ -178,13 +189,18 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 			return fmt.Errorf("%w: %v", cli.ErrUsage, err)
 		}
 	}
-	last, err := parseDay(*dayFlag, time.Now().UTC().Truncate(24*time.Hour).Add(-24*time.Hour))
+	now := time.Now()
+	last, err := parseDay(*dayFlag, now.UTC().Truncate(24*time.Hour).Add(-24*time.Hour))
 	if err != nil {
 		return err
 	}
 	var span []time.Time
 	for i := *days - 1; i >= 0; i-- {
 		span = append(span, last.Add(-time.Duration(i)*24*time.Hour))
+	}
+	oldest := completeness.OldestWhole(now)
+	if err := completeness.CheckDays(span, oldest); err != nil {
+		return fmt.Errorf("%w: --day %s --days %d: %v", cli.ErrUsage, last.Format(time.DateOnly), *days, err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	stack, err := openPart(ctx, anchorPart, log, nil)
@@ -204,9 +220,15 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 	}
 	tables := completeness.Tables{Telemetry: stack.Names.TelemetryTable(), Events: stack.Names.EventsTable()}
 	var failed []string
-	var stated, already int
+	var stated, already, lost int
 	for _, tn := range tenants {
-		rs, err := completeness.Anchor(ctx, stack.DynamoDB, tables, stack.Engine, tn, things, span)
+		rs, gone, err := completeness.Anchor(ctx, stack.DynamoDB, tables, stack.Engine, tn, things, span, oldest)
+		if gone.Days > 0 {
+			// Nothing to retry: the alarm on level=ERROR tells the operator
+			// (CompletenessErrorsAlarm; docs/completeness.md, "The daily job").
+			log.Error("completeness_days_lost", "tenant", tn, "from", gone.From.Format(time.DateOnly), "to", gone.To.Format(time.DateOnly), "days", gone.Days)
+			lost += gone.Days
+		}
 		for _, r := range rs {
 			if r.Already {
 				already++
@@ -230,7 +252,7 @@ func completenessAnchorCmd(ctx context.Context, args []string, stdout io.Writer)
 	}
 	// The job's heartbeat (deploy/cloudformation/bowline.yaml,
 	// CompletenessNotRunAlarm): logged only when every tenant is stated.
-	log.Info("completeness_anchored", "tenants", len(tenants), "days", len(span), "stated", stated, "already", already)
+	log.Info("completeness_anchored", "tenants", len(tenants), "days", len(span), "stated", stated, "already", already, "lost", lost)
 	return nil
 }
 

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +19,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
+	"github.com/bowline-iot/bowline/cloud/completeness"
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/durable"
+	"github.com/bowline-iot/bowline/deploy/cfn"
 	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
 	"github.com/bowline-iot/bowline/edge/wire/batch"
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/engine/enginetest"
 	"github.com/bowline-iot/bowline/internal/awsenv"
+	"github.com/bowline-iot/bowline/internal/cli"
 	"github.com/bowline-iot/bowline/internal/localstack/lstest"
 	"github.com/bowline-iot/bowline/internal/resources"
 	"github.com/bowline-iot/bowline/internal/testkit"
@@ -167,6 +176,196 @@ func TestCompletenessCommand(t *testing.T) {
 	}
 	if _, err := runBin("completeness", "anchor", "--tenant", "nosuch-"+randHex(4)); err == nil {
 		t.Error("anchor of an unknown tenant succeeded; want exit 2")
+	}
+}
+
+// TestCompletenessAnchorGoesOnPastAFailedTenant: in the daily job's form
+// (--all), a tenant whose day cannot be stated (here a day partly stated
+// with another digest, as a crashed run of a changed day leaves it) is
+// logged at level=ERROR with its name, the tenants after it are still
+// stated, and the command exits 1 naming it, without the heartbeat. A
+// tenant whose chain stops stating days before the oldest still whole is
+// reported as days lost, once per run, also at level=ERROR. Stating days
+// already stated again costs one read of the tenant's log and nothing else.
+func TestCompletenessAnchorGoesOnPastAFailedTenant(t *testing.T) {
+	testkit.Long(t, "runs the bowline binary")
+	bin := bowlineBin(t)
+	names := freshStack(t)
+	ctx := enginetest.Ctx(t)
+	db := dynamodb.NewFromConfig(lstest.AWSConfig(t), awsenv.DynamoDBOptions)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	yesterday := today.Add(-24 * time.Hour)
+	date := func(d time.Time) string { return d.Format(time.DateOnly) }
+	at := today
+	eng, err := engine.New(engine.Config{Client: db, EventsTable: names.EventsTable(), InboxTable: names.InboxTable(), Catalog: catalog.Bowline(),
+		Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit := func(tn, typ string, payload any) {
+		t.Helper()
+		ectx := engine.WithTenant(ctx, tn)
+		if typ == catalog.TypeCompletenessStated {
+			ectx = engine.WithActor(ectx, catalog.ProducerCompleteness)
+		}
+		if _, err := eng.Emit(ectx, typ, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drop := func(thing string) map[string]any {
+		return map[string]any{"thing": thing, "from_seq": 1, "to_seq": 2, "count": 2, "reason": "ttl",
+			"from": at.Format(time.RFC3339Nano), "to": at.Add(time.Second).Format(time.RFC3339Nano)}
+	}
+	// alpha: its chain began six days ago and states five days ago last:
+	// four and three days ago are out of reach (the oldest day still whole
+	// is the day before yesterday).
+	at = today.Add(-6*24*time.Hour + time.Hour)
+	emit("alpha", catalog.TypeTelemetryDropped, drop("gw-a:1"))
+	at = today.Add(-4*24*time.Hour + time.Hour)
+	emit("alpha", catalog.TypeCompletenessStated, catalog.CompletenessStated{Day: date(today.Add(-5 * 24 * time.Hour)), Things: map[string]catalog.ThingCounts{}, Digest: strings.Repeat("a", 64)})
+	// bravo: yesterday's part 1 of 2 stated with a digest the day does
+	// not compute to.
+	at = today.Add(time.Minute)
+	emit("bravo", catalog.TypeTelemetryDropped, drop("gw-b:1"))
+	emit("bravo", catalog.TypeCompletenessStated, catalog.CompletenessStated{Day: date(yesterday), Things: map[string]catalog.ThingCounts{}, Digest: strings.Repeat("0", 64), Part: 1, Parts: 2})
+	// charlie, after bravo in the job's (sorted) order: nothing stated yet.
+	emit("charlie", catalog.TypeTelemetryDropped, drop("gw-c:1"))
+
+	cmd := exec.Command(bin, "completeness", "anchor", "--all", "--days", "2", "--day", date(yesterday))
+	cmd.Env = append(os.Environ(), resources.StackEnv+"="+names.Stack)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = testkit.RunChild(ctx, t, "bowline completeness anchor", cmd)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("completeness anchor --all with bravo failing = %v; want exit 1", err)
+	}
+	for _, tn := range []string{"alpha", "charlie"} {
+		for _, d := range []time.Time{yesterday.Add(-24 * time.Hour), yesterday} {
+			if w := "stated: tenant " + tn + ", " + date(d) + " UTC"; !strings.Contains(stdout.String(), w) {
+				t.Errorf("stdout lacks %q", w)
+			}
+		}
+		rep, err := engine.NewVerifier(db, names.EventsTable(), 100).VerifyChain(ctx, tn)
+		if want := map[string]uint64{"alpha": 4, "charlie": 3}[tn]; err != nil || !rep.Intact || rep.HeadSeq != want {
+			t.Errorf("%s's chain after the run: %+v, %v; want intact at seq %d", tn, rep, err, want)
+		}
+	}
+	logged := func(words ...string) bool {
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			all := true
+			for _, w := range words {
+				all = all && strings.Contains(l, w)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	if !logged("level=ERROR", "tenant=bravo", "day partly stated with another digest") {
+		t.Errorf("stderr has no level=ERROR line naming tenant=bravo and its error")
+	}
+	if !logged("1 of 3 tenants not stated: bravo") {
+		t.Errorf("stderr does not end naming bravo: want %q", "1 of 3 tenants not stated: bravo")
+	}
+	if logged("tenant=alpha", "anchor failed") || logged("tenant=charlie", "anchor failed") {
+		t.Errorf("stderr reports a failure of alpha or charlie")
+	}
+	lost := []string{"level=ERROR", "msg=completeness_days_lost", "tenant=alpha", "from=" + date(today.Add(-4*24*time.Hour)), "to=" + date(today.Add(-3*24*time.Hour)), "days=2"}
+	if !logged(lost...) {
+		t.Errorf("stderr has no line with all of %q", lost)
+	}
+	if logged("completeness_days_lost", "tenant=charlie") || logged("completeness_days_lost", "tenant=bravo") {
+		t.Errorf("days lost reported for a tenant that lost none")
+	}
+	if logged("completeness_anchored") {
+		t.Errorf("the heartbeat was logged by a run that failed a tenant")
+	}
+
+	// What a day already stated costs: charlie's two days again read its
+	// log (one Query page) and nothing else, and emit nothing.
+	count := &countingDB{LogDB: db, queries: map[string]int{}}
+	tables := completeness.Tables{Telemetry: names.TelemetryTable(), Events: names.EventsTable()}
+	rs, _, err := completeness.Anchor(ctx, count, tables, refuseEmit{t}, "charlie", nil, []time.Time{yesterday.Add(-24 * time.Hour), yesterday}, completeness.OldestWhole(time.Now()))
+	if err != nil || len(rs) != 2 || !rs[0].Already || !rs[1].Already {
+		t.Fatalf("Anchor of charlie's stated days = %+v, %v; want both already stated", rs, err)
+	}
+	if want := map[string]int{names.EventsTable(): 1}; !reflect.DeepEqual(count.queries, want) || count.gets != 0 {
+		t.Errorf("Anchor of two stated days: Query per table %v, %d GetItem; want %v and none", count.queries, count.gets, want)
+	}
+}
+
+// countingDB counts the calls Anchor makes.
+type countingDB struct {
+	engine.LogDB
+	queries map[string]int
+	gets    int
+}
+
+func (c *countingDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c.queries[*in.TableName]++
+	return c.LogDB.Query(ctx, in, opts...)
+}
+
+func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.gets++
+	return c.LogDB.GetItem(ctx, in, opts...)
+}
+
+// refuseEmit fails the test on any emit.
+type refuseEmit struct{ t *testing.T }
+
+func (r refuseEmit) EmitEvent(_ context.Context, ev engine.Event) (engine.Envelope, error) {
+	r.t.Errorf("emit of %s under %s; want none", ev.Type, ev.IdempotencyKey)
+	return engine.Envelope{}, errors.New("no emit here")
+}
+
+// TestCompletenessAnchorRefusesAnExpiredDay: a day whose rollups have
+// begun to expire would be stated with wrong counts for good, so --day
+// (or --days reaching back to it) is a usage error naming it, before any
+// AWS call.
+func TestCompletenessAnchorRefusesAnExpiredDay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for _, args := range [][]string{
+		{"--tenant", "t1", "--day", today.Add(-3 * 24 * time.Hour).Format(time.DateOnly)},
+		{"--all", "--day", today.Add(-2 * 24 * time.Hour).Format(time.DateOnly), "--days", "2"},
+		{"--tenant", "t1", "--day", "2020-01-01"},
+	} {
+		err := completenessAnchorCmd(ctx, args, io.Discard)
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "rollups have begun to expire") {
+			t.Errorf("completeness anchor %s = %v; want a usage error: rollups have begun to expire", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestCompletenessScheduleCatchesUpAllItCan: the daily job states as many
+// days back as the rollups' TTL leaves whole (maxCatchUpDays), so a run
+// makes good every missed run whose days can still be stated.
+func TestCompletenessScheduleCatchesUpAllItCan(t *testing.T) {
+	root, err := cfn.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := cfn.Load(filepath.Join(root, iamtest.TemplatePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, _ := tpl.Resources["CompletenessTaskDefinition"].Properties["ContainerDefinitions"].([]any)
+	if len(defs) != 1 {
+		t.Fatalf("CompletenessTaskDefinition has %d containers; want 1", len(defs))
+	}
+	c, _ := defs[0].(map[string]any)
+	cmd, _ := c["Command"].([]any)
+	want := []any{"completeness", "anchor", "--all", "--days", strconv.Itoa(maxCatchUpDays)}
+	if !reflect.DeepEqual(cmd, want) {
+		t.Errorf("completeness task command = %v; want %v (maxCatchUpDays, durable.RollupTTL %v)", cmd, want, durable.RollupTTL)
+	}
+	if maxCatchUpDays != 2 {
+		t.Errorf("maxCatchUpDays = %d; want 2 with RollupTTL 3 days (update the docs and the schedule's tests)", maxCatchUpDays)
 	}
 }
 
