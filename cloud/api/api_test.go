@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,9 +29,9 @@ func TestOrderRowAndEventCommitTogether(t *testing.T) {
 	if r.Status != http.StatusCreated {
 		t.Fatalf("POST /v1/orders = %d %s; want 201", r.Status, r.Body)
 	}
-	o := r.json(t)
-	id, _ := o["id"].(string)
-	if o["status"] != "pending_payment" || o["tenant"] != f.tenantA || id == "" {
+	o := r.order(t)
+	id := o.ID
+	if o.Status != api.StatusPending || o.Tenant != f.tenantA || id == "" {
 		t.Errorf("order = %v; want status pending_payment, tenant %s and an id", o, f.tenantA)
 	}
 	row := f.orderRow(id)
@@ -113,7 +112,7 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	// Keys are per tenant: tenant B's key-1 is its own.
 	b := f.order(f.tokenB, "key-1", orderBody)
-	if b.Status != http.StatusCreated || b.Header.Get(api.ReplayedHeader) != "" || b.json(t)["id"] == first.json(t)["id"] {
+	if b.Status != http.StatusCreated || b.Header.Get(api.ReplayedHeader) != "" || b.order(t).ID == first.order(t).ID {
 		t.Errorf("tenant B with key-1 = %d %s; want a new 201 order", b.Status, b.Body)
 	}
 	if got := types_(f.events(f.tenantA)); len(got) != 1 {
@@ -131,7 +130,7 @@ func TestIdempotencyKey(t *testing.T) {
 		if r.Status != http.StatusCreated {
 			t.Fatalf("concurrent POST = %d %s; want 201", r.Status, r.Body)
 		}
-		ids = append(ids, fmt.Sprint(r.json(t)["id"]))
+		ids = append(ids, r.order(t).ID)
 	}
 	for _, id := range ids[1:] {
 		if id != ids[0] {
@@ -173,7 +172,7 @@ func TestPaymentWebhook(t *testing.T) {
 	}
 
 	r := f.webhook(body, sign(body))
-	if r.Status != http.StatusOK || r.json(t)["status"] != "processed" {
+	if r.Status != http.StatusOK || r.answer(t).Status != api.WebhookProcessed {
 		t.Fatalf("webhook = %d %s; want 200 processed", r.Status, r.Body)
 	}
 	row := f.orderRow(id)
@@ -196,7 +195,7 @@ func TestPaymentWebhook(t *testing.T) {
 
 	// Redelivery (fresh signature, same payment): 200, nothing emitted.
 	r = f.webhook(body, sign(body))
-	if r.Status != http.StatusOK || r.json(t)["status"] != "duplicate" {
+	if r.Status != http.StatusOK || r.answer(t).Status != api.WebhookDuplicate {
 		t.Errorf("repeated webhook = %d %s; want 200 duplicate", r.Status, r.Body)
 	}
 	// Another payment for the paid order is a conflict.
@@ -229,7 +228,7 @@ func TestPaymentWebhook(t *testing.T) {
 		}
 	}
 	ignored := []byte(`{"id":"evt_9","type":"payment.refunded","data":{}}`)
-	if r := f.webhook(ignored, sign(ignored)); r.Status != 200 || r.json(t)["status"] != "ignored" {
+	if r := f.webhook(ignored, sign(ignored)); r.Status != 200 || r.answer(t).Status != api.WebhookIgnored {
 		t.Errorf("other webhook type = %d %s; want 200 ignored", r.Status, r.Body)
 	}
 	if got := types_(f.events(f.tenantA)); len(got) != 4 {
@@ -252,7 +251,7 @@ func TestConcurrentWebhookDeliveriesEmitOnce(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("concurrent webhook = %d %s; want 200", r.Status, r.Body)
 		}
-		if r.json(t)["status"] == "processed" {
+		if r.answer(t).Status == api.WebhookProcessed {
 			processed++
 		}
 	}

@@ -26,9 +26,9 @@ func FuzzDecodeStrict(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	targets := []func() any{
-		func() any { return new(orderRequest) },
-		func() any { return new(webhook) },
-		func() any { return new(webhookData) },
+		func() any { return new(OrderRequest) },
+		func() any { return new(PaymentWebhook) },
+		func() any { return new(PaymentData) },
 		func() any { return new(PriceList) },
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

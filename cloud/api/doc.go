@@ -8,6 +8,10 @@
 //	GET  /v1/ops/reconcile       operator token; chains, dead letters, DLQ depth
 //	GET  /healthz                liveness
 //
+// The bodies are this package's types, for the server and its clients
+// alike: OrderRequest and Order, PaymentWebhook with PaymentData and
+// WebhookAnswer, ErrorAnswer.
+//
 // Other handlers can be mounted beside these routes (Config.Mounts):
 // cloud/app mounts the web console under /console/ there, unless it is
 // served on a listener of its own or nowhere. This package does not know
@@ -31,6 +35,6 @@
 //
 // # Errors
 //
-// Every error is JSON {"error":{"code":"...","message":"..."}}; the codes are
-// the Code* constants and never change meaning.
+// Every error is JSON {"error":{"code":"...","message":"..."}} (ErrorAnswer);
+// the codes are the Code* constants and never change meaning.
 package api

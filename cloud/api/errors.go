@@ -43,19 +43,9 @@ var (
 	ErrShortSecret = errors.New("api secret too short")
 )
 
-// apiError is the body of every error response.
-type apiError struct {
-	Error errorBody `json:"error"`
-}
-
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // writeError writes status with the JSON error body.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, apiError{Error: errorBody{Code: code, Message: msg}})
+	writeJSON(w, status, ErrorAnswer{Error: ErrorDetail{Code: code, Message: msg}})
 }
 
 // writeJSON writes v as JSON with status.

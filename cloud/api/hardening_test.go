@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,23 +23,22 @@ func TestRepeatedPaymentWithAnotherAmountIsRecorded(t *testing.T) {
 	m := newInmem(t, nil)
 	m.db.setOrder(api.Order{ID: "01ORDER", Tenant: "tenant-a", AmountCents: 4999, Currency: "USD",
 		Status: api.StatusPaid, PaymentID: "pay_1", Items: []api.Item{{SKU: "TAG-001", Qty: 1}}})
-	hook := func(amount int, currency string) response {
-		body := []byte(`{"id":"evt_r","type":"payment.succeeded","data":{"payment_id":"pay_1","order_id":"01ORDER","amount_cents":` +
-			strconv.Itoa(amount) + `,"currency":"` + currency + `"}}`)
+	hook := func(amount int64, currency string) response {
+		body := webhookBody("evt_r", api.PaymentData{PaymentID: "pay_1", OrderID: "01ORDER", AmountCents: &amount, Currency: currency})
 		return m.do(http.MethodPost, "/v1/webhooks/payments", map[string]string{api.SignatureHeader: sign(body)}, body)
 	}
-	if r := hook(4999, "USD"); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"duplicate"`) {
+	if r := hook(4999, "USD"); r.Status != http.StatusOK || r.answer(t).Status != api.WebhookDuplicate {
 		t.Fatalf("same payment again = %d %s; want 200 duplicate", r.Status, r.Body)
 	}
 	if strings.Contains(m.log.String(), "differs") || strings.Contains(m.metrics(), "bowline_api_payment_mismatches_total{") {
 		t.Errorf("an exact repeat was recorded as a mismatch: log %q", m.log.String())
 	}
 	for _, tc := range []struct {
-		amount   int
+		amount   int64
 		currency string
 		reason   string
 	}{{1, "USD", "duplicate_amount"}, {4999, "EUR", "duplicate_currency"}} {
-		if r := hook(tc.amount, tc.currency); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"duplicate"`) {
+		if r := hook(tc.amount, tc.currency); r.Status != http.StatusOK || r.answer(t).Status != api.WebhookDuplicate {
 			t.Errorf("repeat of %d %s = %d %s; want 200 duplicate", tc.amount, tc.currency, r.Status, r.Body)
 		}
 		if want := `bowline_api_payment_mismatches_total{reason="` + tc.reason + `"} 1`; !strings.Contains(m.metrics(), want) {
@@ -66,7 +64,7 @@ func TestOrderIDsAreUnguessable(t *testing.T) {
 		if r.Status != http.StatusCreated {
 			t.Fatalf("POST /v1/orders = %d %s; want 201", r.Status, r.Body)
 		}
-		id, _ := r.json(t)["id"].(string)
+		id := r.order(t).ID
 		u, err := ulid.ParseStrict(id)
 		if err != nil {
 			t.Fatalf("order id %q: %v; want a ULID", id, err)

@@ -93,11 +93,40 @@ func (r response) json(t *testing.T) map[string]any {
 	return m
 }
 
+// code is the error code of an error answer; "" for any other JSON.
 func (r response) code(t *testing.T) string {
 	t.Helper()
-	e, _ := r.json(t)["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
+	var e api.ErrorAnswer
+	if err := json.Unmarshal(r.Body, &e); err != nil {
+		t.Fatalf("response %d body %q: %v", r.Status, r.Body, err)
+	}
+	return e.Error.Code
+}
+
+// decode decodes the body into v, refusing a key v has no field for.
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("response %d body %q as %T: %v", r.Status, r.Body, v, err)
+	}
+}
+
+// order is the body of a 201 to POST /v1/orders.
+func (r response) order(t *testing.T) api.Order {
+	t.Helper()
+	var o api.Order
+	r.decode(t, &o)
+	return o
+}
+
+// answer is the body of a 200 to POST /v1/webhooks/payments.
+func (r response) answer(t *testing.T) api.WebhookAnswer {
+	t.Helper()
+	var a api.WebhookAnswer
+	r.decode(t, &a)
+	return a
 }
 
 func (f *fixture) do(method, path string, header map[string]string, body []byte) response {
@@ -139,12 +168,21 @@ func (f *fixture) mustOrder() string {
 	if r.Status != http.StatusCreated {
 		f.t.Fatalf("POST /v1/orders = %d %s; want 201", r.Status, r.Body)
 	}
-	return r.json(f.t)["id"].(string)
+	return r.order(f.t).ID
 }
 
-func paymentBody(orderID, paymentID string, amount int) []byte {
-	b, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": "payment.succeeded",
-		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount, "currency": "USD"}})
+// paymentBody is payment.succeeded of amount USD cents for the order,
+// with webhook id evt_<paymentID>.
+func paymentBody(orderID, paymentID string, amount int64) []byte {
+	return webhookBody("evt_"+paymentID, api.PaymentData{PaymentID: paymentID, OrderID: orderID, AmountCents: &amount, Currency: "USD"})
+}
+
+// webhookBody is payment.succeeded with webhook id and data d.
+func webhookBody(id string, d api.PaymentData) []byte {
+	b, err := json.Marshal(api.PaymentSucceededWebhook(id, d))
+	if err != nil {
+		panic(err) // api.PaymentData always encodes
+	}
 	return b
 }
 

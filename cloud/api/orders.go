@@ -39,19 +39,8 @@ const ReplayedHeader = "Idempotent-Replayed"
 // DynamoDB's 400 KB item limit).
 const maxItems = 100
 
-// orderRequest is the body of POST /v1/orders. The server prices the
-// order from its price list; amount_cents and currency, when given, are
-// what the client expects to pay, and the order is refused when the price
-// list says otherwise.
-type orderRequest struct {
-	CustomerID  string  `json:"customer_id"`
-	PetID       string  `json:"pet_id"`
-	Items       []Item  `json:"items"`
-	AmountCents *int64  `json:"amount_cents"`
-	Currency    *string `json:"currency"`
-}
-
-func (o orderRequest) validate() error {
+// validate checks an order's fields (docs/commerce.md, "Field rules").
+func (o OrderRequest) validate() error {
 	if err := checkIDField("customer_id", o.CustomerID); err != nil {
 		return err
 	}
@@ -126,7 +115,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req orderRequest
+	var req OrderRequest
 	if err := decodeStrict(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "order: "+err.Error())
 		return
@@ -255,7 +244,7 @@ func newOrderID(now time.Time) (string, error) {
 
 // expected is what the client said it expects to pay, for an error; an
 // amount without a currency is said in the price list's currency.
-func expected(req orderRequest, listCurrency string) string {
+func expected(req OrderRequest, listCurrency string) string {
 	switch {
 	case req.AmountCents != nil && req.Currency != nil:
 		return catalog.Money(*req.AmountCents, *req.Currency)

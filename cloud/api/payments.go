@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,35 +15,6 @@ import (
 	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/attr"
 )
-
-// PaymentSucceeded is the webhook type that pays an order; other types are
-// acknowledged and ignored.
-const PaymentSucceeded = "payment.succeeded"
-
-// webhook is the body of POST /v1/webhooks/payments.
-type webhook struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-	// Data is decoded (strictly) only for payment.succeeded; other types
-	// are acknowledged whatever their data.
-	Data json.RawMessage `json:"data"`
-}
-
-// webhookData is a webhook's data object.
-type webhookData struct {
-	PaymentID   string `json:"payment_id"`
-	OrderID     string `json:"order_id"`
-	AmountCents *int64 `json:"amount_cents"`
-	Currency    string `json:"currency"`
-}
-
-// webhookResult is the 200 answer.
-type webhookResult struct {
-	// Status is "processed", "duplicate" or "ignored".
-	Status  string `json:"status"`
-	OrderID string `json:"order_id,omitempty"`
-	EventID string `json:"event_id,omitempty"`
-}
 
 // paymentWebhook answers POST /v1/webhooks/payments: a signed
 // payment.succeeded pays its pending order when amount and currency match
@@ -90,8 +60,8 @@ func (a *API) signedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 // parsePayment decodes a signed webhook, strictly, and returns its id and
 // payment.succeeded's data. It answers (ok false) a malformed webhook with
 // 400 and any other webhook type with 200 "ignored".
-func parsePayment(w http.ResponseWriter, body []byte) (hookID string, d webhookData, ok bool) {
-	var hook webhook
+func parsePayment(w http.ResponseWriter, body []byte) (hookID string, d PaymentData, ok bool) {
+	var hook PaymentWebhook
 	if err := decodeStrict(body, &hook); err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "webhook: "+err.Error())
 		return "", d, false
@@ -105,7 +75,7 @@ func parsePayment(w http.ResponseWriter, body []byte) (hookID string, d webhookD
 		return "", d, false
 	}
 	if hook.Type != PaymentSucceeded {
-		writeJSON(w, http.StatusOK, webhookResult{Status: "ignored"})
+		writeJSON(w, http.StatusOK, WebhookAnswer{Status: WebhookIgnored})
 		return "", d, false
 	}
 	if err := decodeStrict(hook.Data, &d); err != nil {
@@ -124,7 +94,7 @@ func parsePayment(w http.ResponseWriter, body []byte) (hookID string, d webhookD
 // such order, a duplicate or a conflict for one already paid
 // (alreadyPaid), a refusal for a mismatch (refusePayment), 503 when the
 // order cannot be read.
-func (a *API) payableOrder(w http.ResponseWriter, r *http.Request, hookID string, d webhookData) (Order, bool) {
+func (a *API) payableOrder(w http.ResponseWriter, r *http.Request, hookID string, d PaymentData) (Order, bool) {
 	order, found, err := a.readOrder(r, d.OrderID)
 	if err != nil {
 		a.unavailable(w, r, err)
@@ -148,7 +118,7 @@ func (a *API) payableOrder(w http.ResponseWriter, r *http.Request, hookID string
 // one transaction, conditional on the order still pending and the payment
 // id unused; a failed condition is answered from the fresh order row
 // (paymentLost).
-func (a *API) payOrder(w http.ResponseWriter, r *http.Request, order Order, hookID string, d webhookData) {
+func (a *API) payOrder(w http.ResponseWriter, r *http.Request, order Order, hookID string, d PaymentData) {
 	writes, err := a.paymentWrites(order, hookID, d)
 	if err != nil {
 		a.internal(w, r, err)
@@ -166,7 +136,7 @@ func (a *API) payOrder(w http.ResponseWriter, r *http.Request, order Order, hook
 	case err == nil:
 		a.obs.Emitted(catalog.TypePaymentCompleted)
 		a.log.Info("order paid", "tenant", order.Tenant, "order", order.ID, "payment", d.PaymentID, "event", env.ID)
-		writeJSON(w, http.StatusOK, webhookResult{Status: "processed", OrderID: order.ID, EventID: env.ID})
+		writeJSON(w, http.StatusOK, WebhookAnswer{Status: WebhookProcessed, OrderID: order.ID, EventID: env.ID})
 	case errors.As(err, &cf):
 		a.paymentLost(w, r, d, err)
 	default:
@@ -177,7 +147,7 @@ func (a *API) payOrder(w http.ResponseWriter, r *http.Request, order Order, hook
 // paymentWrites are the writes that pay order with d: the order's status
 // (on the condition it is pending) and the payment's dedup row (on the
 // condition its id is new).
-func (a *API) paymentWrites(order Order, hookID string, d webhookData) ([]engine.Write, error) {
+func (a *API) paymentWrites(order Order, hookID string, d PaymentData) ([]engine.Write, error) {
 	now := a.cfg.Now().UTC()
 	paidAt := now.Format(engine.TimeLayout)
 	payRow, err := attributevalue.MarshalMap(map[string]any{
@@ -208,7 +178,7 @@ func (a *API) paymentWrites(order Order, hookID string, d webhookData) ([]engine
 // paymentLost answers a payment whose transaction's condition failed
 // (condErr): a concurrent delivery won, or the payment id belongs to
 // another order. The fresh order row says which.
-func (a *API) paymentLost(w http.ResponseWriter, r *http.Request, d webhookData, condErr error) {
+func (a *API) paymentLost(w http.ResponseWriter, r *http.Request, d PaymentData, condErr error) {
 	order, found, err := a.readOrder(r, d.OrderID)
 	if err != nil || !found {
 		a.unavailable(w, r, fmt.Errorf("re-read order %q after %w: %v", d.OrderID, condErr, err))
@@ -228,7 +198,7 @@ func (a *API) paymentLost(w http.ResponseWriter, r *http.Request, d webhookData,
 // retries of one delivery record it once. If the record cannot be written
 // the answer is the emit's error (503 when retryable), so the provider
 // retries and the refusal is not lost; once written, the answer is 422.
-func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order, hookID string, d webhookData, reason string) {
+func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order, hookID string, d PaymentData, reason string) {
 	a.obs.PaymentMismatch(reason)
 	a.log.Warn("payment does not match its order; not marked paid", "reason", reason, "tenant", order.Tenant,
 		"order", order.ID, "payment", d.PaymentID, "paid_cents", *d.AmountCents, "paid_currency", d.Currency,
@@ -258,7 +228,7 @@ func (a *API) refusePayment(w http.ResponseWriter, r *http.Request, order Order,
 }
 
 // validate checks a payment.succeeded's data.
-func (d webhookData) validate() error {
+func (d PaymentData) validate() error {
 	if err := checkIDField("data.payment_id", d.PaymentID); err != nil {
 		return err
 	}
@@ -295,7 +265,7 @@ func paymentMismatch(o Order, amount int64, currency string) string {
 // "duplicate_currency": the provider is saying something else about a
 // payment that is already booked. done is true when a response was
 // written for a repeat; ok is false when a conflict was written.
-func (a *API) alreadyPaid(w http.ResponseWriter, o Order, d webhookData) (done, ok bool) {
+func (a *API) alreadyPaid(w http.ResponseWriter, o Order, d PaymentData) (done, ok bool) {
 	if o.Status == StatusPending {
 		return false, true
 	}
@@ -308,7 +278,7 @@ func (a *API) alreadyPaid(w http.ResponseWriter, o Order, d webhookData) (done, 
 				"order_cents", o.AmountCents, "order_currency", o.Currency)
 		}
 		a.obs.WebhookDuplicate()
-		writeJSON(w, http.StatusOK, webhookResult{Status: "duplicate", OrderID: o.ID})
+		writeJSON(w, http.StatusOK, WebhookAnswer{Status: WebhookDuplicate, OrderID: o.ID})
 		return true, true
 	}
 	writeError(w, http.StatusConflict, CodeOrderAlreadyPaid, fmt.Sprintf("order %q is %s (payment %q)", o.ID, o.Status, o.PaymentID))

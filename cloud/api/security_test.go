@@ -24,8 +24,8 @@ func TestServerPricesOrders(t *testing.T) {
 	if r.Status != http.StatusCreated {
 		t.Fatalf("order without amount = %d %s; want 201", r.Status, r.Body)
 	}
-	if o := r.json(t); o["amount_cents"] != 2*4999.0+2599 || o["currency"] != "USD" {
-		t.Errorf("order amount %v %v; want %d USD from the price list", o["amount_cents"], o["currency"], 2*4999+2599)
+	if o := r.order(t); o.AmountCents != 2*4999+2599 || o.Currency != "USD" {
+		t.Errorf("order amount %d %s; want %d USD from the price list", o.AmountCents, o.Currency, 2*4999+2599)
 	}
 	for body, words := range map[string]string{
 		`{"customer_id":"c1","pet_id":"p1","items":[{"sku":"TAG-001","qty":1}],"amount_cents":0}`:                     "makes these items 49.99 USD; the request expected 0.00 USD in any currency",
@@ -47,8 +47,8 @@ func TestServerPricesOrders(t *testing.T) {
 func TestPaymentCurrencyMismatchIsRecordedNotPaid(t *testing.T) {
 	f := newFixture(t)
 	id := f.mustOrder()
-	body, _ := json.Marshal(map[string]any{"id": "evt_eur", "type": api.PaymentSucceeded,
-		"data": map[string]any{"payment_id": "pay_eur_" + randHex(3), "order_id": id, "amount_cents": 4999, "currency": "EUR"}})
+	amount := int64(4999)
+	body := webhookBody("evt_eur", api.PaymentData{PaymentID: "pay_eur_" + randHex(3), OrderID: id, AmountCents: &amount, Currency: "EUR"})
 	if r := f.webhook(body, sign(body)); r.Status != http.StatusUnprocessableEntity || r.code(t) != api.CodeCurrencyMismatch {
 		t.Errorf("payment in EUR for a USD order = %d %s; want 422 %s", r.Status, r.Body, api.CodeCurrencyMismatch)
 	}
@@ -135,7 +135,7 @@ func TestStrictJSON(t *testing.T) {
 			}
 		}
 	}
-	dup, _ := json.Marshal(map[string]any{"id": "evt_d", "type": api.PaymentSucceeded, "data": map[string]any{"payment_id": "pay_d", "order_id": "01X", "amount_cents": 1, "currency": "USD"}})
+	dup := paymentBody("01X", "pay_d", 1)
 	dup = []byte(strings.Replace(string(dup), `"amount_cents":1,`, `"amount_cents":1,"amount_cents":4999,`, 1))
 	if r := f.webhook(dup, sign(dup)); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "amount_cents") {
 		t.Errorf("webhook with a duplicate amount_cents = %d %s; want 400 naming it", r.Status, r.Body)
@@ -154,7 +154,10 @@ func TestFieldBounds(t *testing.T) {
 	f := newFixture(t)
 	long := strings.Repeat("p", 3000)
 	order := func(customer, pet, sku string) string {
-		b, _ := json.Marshal(map[string]any{"customer_id": customer, "pet_id": pet, "items": []any{map[string]any{"sku": sku, "qty": 1}}})
+		b, err := json.Marshal(api.OrderRequest{CustomerID: customer, PetID: pet, Items: []api.Item{{SKU: sku, Qty: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		return string(b)
 	}
 	for _, tc := range []struct{ name, body, field string }{
@@ -180,9 +183,8 @@ func TestFieldBounds(t *testing.T) {
 	}
 	id := f.mustOrder()
 	pay := func(orderID, paymentID string) []byte {
-		b, _ := json.Marshal(map[string]any{"id": "evt_1", "type": api.PaymentSucceeded,
-			"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": 4999, "currency": "USD"}})
-		return b
+		amount := int64(4999)
+		return webhookBody("evt_1", api.PaymentData{PaymentID: paymentID, OrderID: orderID, AmountCents: &amount, Currency: "USD"})
 	}
 	for _, tc := range []struct {
 		name  string

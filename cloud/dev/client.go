@@ -25,15 +25,16 @@ type Client struct {
 // price list and refuses it, 409 price_mismatch, when they differ): 4999
 // with the default list. 0 sends no amount and takes the server's price.
 func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (string, error) {
-	req := map[string]any{"customer_id": customer, "pet_id": pet,
-		"items": []map[string]any{{"sku": "TAG-001", "qty": 1}}}
+	req := api.OrderRequest{CustomerID: customer, PetID: pet, Items: []api.Item{{SKU: "TAG-001", Qty: 1}}}
 	if amount != 0 {
-		req["amount_cents"] = amount
+		cents := int64(amount)
+		req.AmountCents = &cents
 	}
-	body, _ := json.Marshal(req)
-	var out struct {
-		ID string `json:"id"`
+	body, err := json.Marshal(req)
+	if err != nil {
+		return "", fmt.Errorf("encode order of customer %q: %w", customer, err)
 	}
+	var out api.Order
 	if err := c.post(ctx, "/v1/orders", map[string]string{"Authorization": "Bearer " + c.Token}, body, http.StatusCreated, &out); err != nil {
 		return "", err
 	}
@@ -41,29 +42,30 @@ func (c *Client) Order(ctx context.Context, customer, pet string, amount int) (s
 }
 
 // Pay delivers payment.succeeded for the order and returns the id of the
-// com.payment_completed event; the API must answer "processed".
+// com.payment_completed event; the API must answer api.WebhookProcessed.
 func (c *Client) Pay(ctx context.Context, orderID, paymentID string, amount int) (string, error) {
 	status, eventID, err := c.Payment(ctx, orderID, paymentID, amount)
 	if err != nil {
 		return "", err
 	}
-	if status != "processed" {
-		return "", fmt.Errorf("pay order %s: status %q; want processed", orderID, status)
+	if status != api.WebhookProcessed {
+		return "", fmt.Errorf("pay order %s: status %q; want %s", orderID, status, api.WebhookProcessed)
 	}
 	return eventID, nil
 }
 
 // Payment delivers payment.succeeded for the order, signed with Secret, and
-// returns the API's answer: status "processed" with the event id, or
-// "duplicate" when an earlier delivery of the same payment was processed
-// (a retry whose first answer was lost).
+// returns the API's answer: status api.WebhookProcessed with the event id,
+// or api.WebhookDuplicate when an earlier delivery of the same payment was
+// processed (a retry whose first answer was lost).
 func (c *Client) Payment(ctx context.Context, orderID, paymentID string, amount int) (status, eventID string, err error) {
-	body, _ := json.Marshal(map[string]any{"id": "evt_" + paymentID, "type": api.PaymentSucceeded,
-		"data": map[string]any{"payment_id": paymentID, "order_id": orderID, "amount_cents": amount, "currency": "USD"}})
-	var out struct {
-		Status  string `json:"status"`
-		EventID string `json:"event_id"`
+	cents := int64(amount)
+	hook := api.PaymentSucceededWebhook("evt_"+paymentID, api.PaymentData{PaymentID: paymentID, OrderID: orderID, AmountCents: &cents, Currency: "USD"})
+	body, err := json.Marshal(hook)
+	if err != nil {
+		return "", "", fmt.Errorf("encode payment %q: %w", paymentID, err)
 	}
+	var out api.WebhookAnswer
 	h := map[string]string{api.SignatureHeader: api.Sign([]byte(c.Secret), time.Now(), body)}
 	if err := c.post(ctx, "/v1/webhooks/payments", h, body, http.StatusOK, &out); err != nil {
 		return "", "", err
