@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,10 +25,12 @@ func (c Config) batchTopic() string {
 // batchRound sends the gateway's telemetry batch when it is due: every
 // thing's telemetry not sent yet, or sent and not acknowledged within
 // AckTimeout, up to BatchMaxSamples, in one batch.Batch split into
-// payloads of at most MaxPayload. The batch counts as sent when every
-// payload is PUBACKed; if one is not, all of it counts as unsent again.
-// Nothing is removed from the outbox here: only a cloud ack removes
-// telemetry (ApplyAck).
+// payloads of at most MaxPayload. When there is more than BatchMaxSamples
+// to send, every thing gets a share (fillShares), so no thing's data waits
+// behind another's backlog. The batch counts as sent when every payload
+// is PUBACKed; if one is not, all of it counts as unsent again. Nothing
+// is removed from the outbox here: only a cloud ack removes telemetry
+// (ApplyAck).
 func (p *pump) batchRound() (int, error) {
 	f := p.f
 	now := time.Now()
@@ -41,40 +44,24 @@ func (p *pump) batchRound() (int, error) {
 	}
 	id := f.sent.newBatch()
 	b := batch.Batch{Outbox: f.src.ID(), SentAt: f.cfg.Now().UTC()}
-	budget := f.cfg.BatchMaxSamples
-	full := false
-	claimed := false
 	expiredAt := now.Add(-f.cfg.AckTimeout)
-	for _, thing := range things {
-		var series []batch.Sample
-		for _, iv := range f.sent.wanted(thing, expiredAt) {
-			if budget == 0 {
-				full = true
-				break
-			}
-			recs, err := f.src.Telemetry(p.sctx, thing, iv.first, iv.last, budget)
-			if err != nil {
-				f.sent.release(id)
-				return 0, p.srcErr(fmt.Errorf("read telemetry of %s: %w", thing, err))
-			}
-			scanned := iv
-			if len(recs) == budget {
-				scanned.last = recs[len(recs)-1].Seq // the rest of iv next time
-			}
-			samples, seqs := f.samplesOf(thing, recs)
-			series = append(series, samples...)
-			budget -= len(recs)
-			f.sent.claim(id, thing, scanned, seqs)
-			claimed = true
-		}
-		if len(series) > 0 {
-			b.Things = append(b.Things, batch.Series{Thing: thing, Samples: series})
-		}
-		if full {
-			break
+	fills := make([]*thingFill, len(things))
+	for i, thing := range things {
+		fills[i] = &thingFill{thing: thing, wanted: f.sent.wanted(thing, expiredAt)}
+	}
+	budget, err := p.fillShares(id, fills, f.cfg.BatchMaxSamples)
+	if err != nil {
+		f.sent.release(id)
+		return 0, err
+	}
+	claimed := false
+	for _, fl := range fills {
+		claimed = claimed || fl.claimed
+		if len(fl.samples) > 0 {
+			b.Things = append(b.Things, batch.Series{Thing: fl.thing, Samples: fl.samples})
 		}
 	}
-	if full || budget == 0 {
+	if budget == 0 {
 		p.nextBatch = now // a backlog: the next batch at once
 	}
 	samples := 0
@@ -126,6 +113,77 @@ func (p *pump) batchRound() (int, error) {
 		s.Telemetry.BatchSamples += int64(samples)
 	})
 	return len(payloads), nil
+}
+
+// thingFill is one thing's part of the batch being filled: what is left
+// to read of its wanted intervals, in seq order, and the samples read.
+type thingFill struct {
+	thing   string
+	wanted  []interval
+	samples []batch.Sample
+	claimed bool
+}
+
+// fillShares reads the things' wanted telemetry into fills, at most
+// budget records in all, claiming them for batch id, and returns the
+// budget left. The budget is shared: each pass gives every thing that may
+// have more an equal share of what is left (rounded up), read in seq
+// order, so its oldest seqs, resends due included, come first. A thing
+// that reads less than its share has nothing more to send; what it left
+// goes to the others in the next pass. A pass either finds a thing with
+// nothing more or spends the whole budget, so there is at most one pass
+// more than there are things; a pass reads a thing's interval from where
+// the last pass stopped (docs/telemetry-path.md, "The gateway").
+func (p *pump) fillShares(id uint64, fills []*thingFill, budget int) (int, error) {
+	more := slices.Clone(fills)
+	for budget > 0 && len(more) > 0 {
+		share := (budget + len(more) - 1) / len(more)
+		next := more[:0:0]
+		for _, fl := range more {
+			take := min(share, budget)
+			if take == 0 {
+				break
+			}
+			n, err := p.readInto(id, fl, take)
+			if err != nil {
+				return 0, err
+			}
+			budget -= n
+			if n == take {
+				next = append(next, fl) // it may have more
+			}
+		}
+		more = next
+	}
+	return budget, nil
+}
+
+// readInto reads up to max records of fl's wanted intervals, in order,
+// one outbox read per interval chunk, into fl's samples, and claims them
+// for batch id. It returns how many records it read.
+func (p *pump) readInto(id uint64, fl *thingFill, max int) (int, error) {
+	f := p.f
+	n := 0
+	for len(fl.wanted) > 0 && n < max {
+		iv := fl.wanted[0]
+		recs, err := f.src.Telemetry(p.sctx, fl.thing, iv.first, iv.last, max-n)
+		if err != nil {
+			return n, p.srcErr(fmt.Errorf("read telemetry of %s: %w", fl.thing, err))
+		}
+		scanned := iv
+		if len(recs) == max-n && recs[len(recs)-1].Seq != iv.last {
+			scanned.last = recs[len(recs)-1].Seq // the rest of iv in the next pass or batch
+			fl.wanted[0].first = scanned.last + 1
+		} else {
+			fl.wanted = fl.wanted[1:]
+		}
+		samples, seqs := f.samplesOf(fl.thing, recs)
+		fl.samples = append(fl.samples, samples...)
+		f.sent.claim(id, fl.thing, scanned, seqs)
+		fl.claimed = true
+		n += len(recs)
+	}
+	return n, nil
 }
 
 // samplesOf converts outbox records to batch samples, the float value
