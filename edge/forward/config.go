@@ -99,7 +99,9 @@ type Config struct {
 	// minutes.
 	AckTimeout time.Duration
 	// BatchMaxSamples bounds the samples of one batch (WireV2), so a
-	// backlog is read from the outbox a part at a time. Default 100000.
+	// backlog is read from the outbox a part at a time. It is shared
+	// evenly among the things with data, what one leaves going to the
+	// others, so no thing waits behind another's backlog. Default 100000.
 	BatchMaxSamples int
 	// Logger. Default slog.Default().
 	Logger *slog.Logger

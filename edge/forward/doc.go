@@ -15,7 +15,9 @@
 //
 //   - v2, the default: every BatchInterval one binary batch
 //     (edge/wire/batch) of every thing's telemetry not yet sent, split
-//     under MaxPayload, published QoS 1 through AWS IoT Basic Ingest to
+//     under MaxPayload (a backlog goes in consecutive batches of at most
+//     BatchMaxSamples, each shared among the things with data), published
+//     QoS 1 through AWS IoT Basic Ingest to
 //     $aws/rules/<Rule>/dt/bowline/<tenant>/<gateway>/batch. A PUBACK only
 //     marks the seqs sent (in memory: after a restart everything counts as
 //     unsent). The forwarder subscribes to cmd/bowline/<tenant>/<gateway>/ack
