@@ -158,20 +158,20 @@ func (p *pump) fillShares(id uint64, fills []*thingFill, budget int) (int, error
 	return budget, nil
 }
 
-// readInto reads up to max records of fl's wanted intervals, in order,
+// readInto reads up to limit records of fl's wanted intervals, in order,
 // one outbox read per interval chunk, into fl's samples, and claims them
 // for batch id. It returns how many records it read.
-func (p *pump) readInto(id uint64, fl *thingFill, max int) (int, error) {
+func (p *pump) readInto(id uint64, fl *thingFill, limit int) (int, error) {
 	f := p.f
 	n := 0
-	for len(fl.wanted) > 0 && n < max {
+	for len(fl.wanted) > 0 && n < limit {
 		iv := fl.wanted[0]
-		recs, err := f.src.Telemetry(p.sctx, fl.thing, iv.first, iv.last, max-n)
+		recs, err := f.src.Telemetry(p.sctx, fl.thing, iv.first, iv.last, limit-n)
 		if err != nil {
 			return n, p.srcErr(fmt.Errorf("read telemetry of %s: %w", fl.thing, err))
 		}
 		scanned := iv
-		if len(recs) == max-n && recs[len(recs)-1].Seq != iv.last {
+		if len(recs) == limit-n && recs[len(recs)-1].Seq != iv.last {
 			scanned.last = recs[len(recs)-1].Seq // the rest of iv in the next pass or batch
 			fl.wanted[0].first = scanned.last + 1
 		} else {
