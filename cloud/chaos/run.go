@@ -118,7 +118,7 @@ type run struct {
 	cuts      int                    // real power cuts (on a power-cut disk)
 	brokerGen int                    // broker outages so far (broker.go)
 	gwMQTT    string                 // the gateways' link to the broker (host:port)
-	status    map[int]string         // gateway -> its agent's /status URL
+	status    map[int]string         // gateway -> its agent's status endpoint (base URL)
 	// Per gateway, over restarts (pollGateways): samples published in
 	// batches and cloud acks applied.
 	batchSamples, acksApplied map[int]*counter
@@ -367,7 +367,7 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 		if err != nil {
 			return err
 		}
-		r.status[g] = "http://" + statusAddr + "/status"
+		r.status[g] = "http://" + statusAddr
 		conf := map[string]any{
 			"tenant": tenantOf(g), "gateway": gatewayOf(g), "broker": "tcp://" + r.gwMQTT,
 			"outbox":      map[string]any{"path": filepath.Join(r.dir, fmt.Sprintf("edge-%d.db", g))},
