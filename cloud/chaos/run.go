@@ -118,7 +118,7 @@ type run struct {
 	cuts      int                    // real power cuts (on a power-cut disk)
 	brokerGen int                    // broker outages so far (broker.go)
 	gwMQTT    string                 // the gateways' link to the broker (host:port)
-	status    map[int]string         // gateway -> its agent's /status URL
+	status    map[int]string         // gateway -> its agent's status endpoint (base URL)
 	// Per gateway, over restarts (pollGateways): samples published in
 	// batches and cloud acks applied.
 	batchSamples, acksApplied map[int]*counter
@@ -157,8 +157,52 @@ func deviceOf(b int) string    { return fmt.Sprintf("bowl-%03d", b) }
 func hostPort(u string) string { p, _ := url.Parse(u); return p.Host }
 
 // start brings up the stack, the network, the broker, the fakes and every
-// process but the bowls.
+// process but the bowls, in the order they need each other: the local
+// stack and the app, the fault network in front of it and the broker, the
+// provider fakes behind their gates, the bowls' registrations, the cloud
+// processes, and, once the rule stand-in has subscribed, the gateways.
 func (r *run) start(ctx context.Context) error {
+	if err := r.startStack(ctx); err != nil {
+		return err
+	}
+	eps, err := r.startNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	providers, err := r.startProviders()
+	if err != nil {
+		return err
+	}
+	toks, err := r.registerBowls(ctx)
+	if err != nil {
+		return err
+	}
+	env := childEnv(r.sc.Names, map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB":         eps.dynamoDB,
+		"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": eps.dynamoDB,
+		"AWS_ENDPOINT_URL_SQS":              eps.sqs,
+		"AWS_ENDPOINT_URL_KINESIS":          eps.kinesis,
+		"BOWLINE_MQTT_URL":                  "tcp://" + eps.mqtt,
+		adapters.ShopifyURLEnv:              providers[fakes.Shopify],
+		adapters.ShippingURLEnv:             providers[fakes.Shipping],
+		adapters.NotifyURLEnv:               providers[fakes.Notify],
+		api.TokensEnv:                       strings.Join(toks, ","),
+		api.WebhookSecretEnv:                webhookSecret,
+		api.OpsTokenEnv:                     "chaos-ops-token-0001",
+	})
+	if env, err = r.startCloud(env, eps.mqtt); err != nil {
+		return err
+	}
+	if err := r.waitRulesSubscribed(ctx); err != nil {
+		return err
+	}
+	return r.startEdges(ctx, env)
+}
+
+// startStack starts the local stack (DynamoDB, SQS, Kinesis) and opens
+// the harness's own app on it, with the events queue's visibility timeout
+// shortened to eventsVisibility.
+func (r *run) startStack(ctx context.Context) error {
 	sc, err := localstack.StartScratch(ctx, localstack.Config{
 		Services: []localstack.Service{localstack.DynamoDB, localstack.SQS, localstack.Kinesis},
 		Root:     cmp.Or(r.cfg.StackRoot, r.cfg.Root), Logger: r.log.With("part", "localstack"),
@@ -180,42 +224,60 @@ func (r *run) start(ctx context.Context) error {
 		Attributes: map[string]string{"VisibilityTimeout": fmt.Sprint(int(eventsVisibility.Seconds()))}}); err != nil {
 		return fmt.Errorf("events queue visibility: %w", err)
 	}
+	return nil
+}
 
+// endpoints are where the cloud processes reach AWS and the broker:
+// through the fault network's links, DynamoDB and Kinesis also through
+// its throttle proxies.
+type endpoints struct {
+	dynamoDB, sqs, kinesis string // URLs
+	mqtt                   string // host:port
+}
+
+// startNetwork puts the fault network in front of the stack, starts the
+// broker behind two links of its own (the cloud's, and r.gwMQTT, the
+// gateways'), and returns the cloud's endpoints.
+func (r *run) startNetwork(ctx context.Context) (endpoints, error) {
+	var eps endpoints
 	r.net = newNetwork()
-	ddb, err := r.net.link("dynamodb", hostPort(sc.DynamoDBEndpoint))
+	ddb, err := r.net.link("dynamodb", hostPort(r.sc.DynamoDBEndpoint))
 	if err != nil {
-		return err
+		return eps, err
 	}
-	sqsAddr, err := r.net.link("sqs", hostPort(sc.SQSEndpoint))
+	sqsAddr, err := r.net.link("sqs", hostPort(r.sc.SQSEndpoint))
 	if err != nil {
-		return err
+		return eps, err
 	}
-	kin, err := r.net.link("kinesis", hostPort(sc.KinesisEndpoint))
+	eps.sqs = "http://" + sqsAddr
+	kin, err := r.net.link("kinesis", hostPort(r.sc.KinesisEndpoint))
 	if err != nil {
-		return err
+		return eps, err
 	}
-	ddbURL, err := r.net.throttleProxy("dynamodb", "http://"+ddb, "ProvisionedThroughputExceededException",
-		"The level of configured provisioned throughput for the table was exceeded (chaos)")
-	if err != nil {
-		return err
+	if eps.dynamoDB, err = r.net.throttleProxy("dynamodb", "http://"+ddb, "ProvisionedThroughputExceededException",
+		"The level of configured provisioned throughput for the table was exceeded (chaos)"); err != nil {
+		return eps, err
 	}
-	kinURL, err := r.net.throttleProxy("kinesis", "http://"+kin, "ProvisionedThroughputExceededException",
-		"Rate exceeded for shard (chaos)")
-	if err != nil {
-		return err
+	if eps.kinesis, err = r.net.throttleProxy("kinesis", "http://"+kin, "ProvisionedThroughputExceededException",
+		"Rate exceeded for shard (chaos)"); err != nil {
+		return eps, err
 	}
 	r.broker, err = mosquitto.Start(ctx, mosquitto.Config{Dir: filepath.Join(r.dir, "mosquitto"), Logger: r.log.With("part", "mosquitto")})
 	if err != nil {
-		return fmt.Errorf("mosquitto: %w", err)
+		return eps, fmt.Errorf("mosquitto: %w", err)
 	}
-	mqttAddr, err := r.net.link("mqtt", r.broker.Addr())
-	if err != nil {
-		return err
+	if eps.mqtt, err = r.net.link("mqtt", r.broker.Addr()); err != nil {
+		return eps, err
 	}
 	if r.gwMQTT, err = r.net.link(gatewayLink, r.broker.Addr()); err != nil {
-		return err
+		return eps, err
 	}
+	return eps, nil
+}
 
+// startProviders serves each provider fake behind a gate the schedule
+// can close (r.gates) and returns their URLs by kind.
+func (r *run) startProviders() (map[string]string, error) {
 	r.fakes = fakes.NewSet()
 	r.gates = map[string]*providerGate{}
 	urls := map[string]string{}
@@ -223,7 +285,7 @@ func (r *run) start(ctx context.Context) error {
 		g := &providerGate{next: f}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		srv := &http.Server{Handler: g, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
@@ -231,43 +293,43 @@ func (r *run) start(ctx context.Context) error {
 		r.gates[f.Kind()] = g
 		urls[f.Kind()] = "http://" + ln.Addr().String()
 	}
+	return urls, nil
+}
 
-	reg, err := a.Devices()
+// registerBowls registers every gateway's bowls with its tenant, gives
+// each tenant an API token (r.tokens) and returns them as the API's
+// "token=tenant" list.
+func (r *run) registerBowls(ctx context.Context) ([]string, error) {
+	reg, err := r.app.Devices()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.tokens = map[string]string{}
 	var toks []string
 	for g := range r.cfg.Gateways {
 		for b := range r.cfg.BowlsPerGateway {
 			if _, err := reg.Register(ctx, thingOf(g, b), tenantOf(g)); err != nil {
-				return fmt.Errorf("register %s: %w", thingOf(g, b), err)
+				return nil, fmt.Errorf("register %s: %w", thingOf(g, b), err)
 			}
 		}
 		r.tokens[tenantOf(g)] = fmt.Sprintf("chaos-api-token-%04d", g)
 		toks = append(toks, r.tokens[tenantOf(g)]+"="+tenantOf(g))
 	}
+	return toks, nil
+}
 
-	env := childEnv(sc.Names, map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB":         ddbURL,
-		"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": ddbURL,
-		"AWS_ENDPOINT_URL_SQS":              "http://" + sqsAddr,
-		"AWS_ENDPOINT_URL_KINESIS":          kinURL,
-		"BOWLINE_MQTT_URL":                  "tcp://" + mqttAddr,
-		adapters.ShopifyURLEnv:              urls[fakes.Shopify],
-		adapters.ShippingURLEnv:             urls[fakes.Shipping],
-		adapters.NotifyURLEnv:               urls[fakes.Notify],
-		api.TokensEnv:                       strings.Join(toks, ","),
-		api.WebhookSecretEnv:                webhookSecret,
-		api.OpsTokenEnv:                     "chaos-ops-token-0001",
-	})
+// startCloud starts the cloud processes (ingests, relay, rule stand-in,
+// IoT data endpoint, consumer, workers, API) with env, reaching the
+// broker at mqttAddr. It returns env with the IoT data endpoint added,
+// which the gateways' processes get too.
+func (r *run) startCloud(env []string, mqttAddr string) ([]string, error) {
 	apiAddr, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	iotAddr, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	env = append(env, "AWS_ENDPOINT_URL_IOT_DATA_PLANE=http://"+iotAddr)
 	r.apiURL = "http://" + apiAddr
@@ -297,13 +359,18 @@ func (r *run) start(ctx context.Context) error {
 	add("api", "api", "--addr", apiAddr, "--metrics-addr", "127.0.0.1:0")
 	for _, p := range r.procs {
 		if err := p.start(nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// The gateways start once the rule stand-in has subscribed: until a
-	// subscription exists the broker acknowledges and drops what they
-	// publish (in AWS the rules run long before any gateway). The ingests
-	// need no wait: the events stream keeps what they have not read.
+	return env, nil
+}
+
+// waitRulesSubscribed waits up to a minute for the rule stand-in's
+// subscription. The gateways start only then: until a subscription exists
+// the broker acknowledges and drops what they publish (in AWS the rules
+// run long before any gateway). The ingests need no wait: the events
+// stream keeps what they have not read.
+func (r *run) waitRulesSubscribed(ctx context.Context) error {
 	deadline := time.Now().Add(time.Minute)
 	for r.subscriptions(procRules) < 1 {
 		if time.Now().After(deadline) {
@@ -315,7 +382,7 @@ func (r *run) start(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return r.startEdges(ctx, env)
+	return nil
 }
 
 // startEdges starts one bowl simulator and one gateway agent per gateway.
@@ -367,7 +434,7 @@ func (r *run) startEdges(ctx context.Context, env []string) error {
 		if err != nil {
 			return err
 		}
-		r.status[g] = "http://" + statusAddr + "/status"
+		r.status[g] = "http://" + statusAddr
 		conf := map[string]any{
 			"tenant": tenantOf(g), "gateway": gatewayOf(g), "broker": "tcp://" + r.gwMQTT,
 			"outbox":      map[string]any{"path": filepath.Join(r.dir, fmt.Sprintf("edge-%d.db", g))},

@@ -3,7 +3,6 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,24 +13,15 @@ import (
 	"github.com/bowline-iot/bowline/edge/wire"
 )
 
+// maxStatusBytes bounds a gateway's /status document.
+const maxStatusBytes = 4 << 20
+
 // gatewayStatus reads gateway g's /status.
 func (r *run) gatewayStatus(ctx context.Context, g int) (wire.GatewayStatus, error) {
-	var st wire.GatewayStatus
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.status[g], nil)
+	st, _, err := wire.FetchStatus(ctx, http.DefaultClient, r.status[g], maxStatusBytes)
 	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, fmt.Errorf("status of gateway %d: %w", g, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("status of gateway %d: HTTP %d", g, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return st, fmt.Errorf("status of gateway %d: %w", g, err)
 	}
 	return st, nil

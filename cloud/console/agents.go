@@ -2,12 +2,8 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +46,9 @@ func (a agentView) Oldest() float64 {
 	return max(a.Status.Lanes.Events.OldestAgeSeconds, a.Status.Lanes.Telemetry.OldestAgeSeconds)
 }
 
+// maxStatusBytes bounds an agent's /status document.
+const maxStatusBytes = 1 << 20
+
 // agentPoller polls every agent's /status.
 type agentPoller struct {
 	agents []Agent
@@ -68,7 +67,7 @@ func (p *agentPoller) poll(ctx context.Context) {
 	for _, a := range p.agents {
 		wg.Go(func() {
 			v := agentView{Agent: a, At: time.Now()}
-			st, err := p.fetch(ctx, a.StatusURL)
+			st, _, err := wire.FetchStatus(ctx, p.client, a.StatusURL, maxStatusBytes)
 			if err != nil {
 				v.Err = err.Error()
 			} else {
@@ -85,26 +84,6 @@ func (p *agentPoller) poll(ctx context.Context) {
 		})
 	}
 	wg.Wait()
-}
-
-func (p *agentPoller) fetch(ctx context.Context, base string) (wire.GatewayStatus, error) {
-	var st wire.GatewayStatus
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/status", nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return st, fmt.Errorf("unreachable: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("status endpoint answered %d", resp.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
-		return st, fmt.Errorf("status document: %w", err)
-	}
-	return st, nil
 }
 
 func (p *agentPoller) view(thing string) (agentView, bool) {

@@ -61,28 +61,72 @@ type column struct {
 // gateway's batch and the consumer's flush.
 const lagMarkAfter = 3 * time.Minute
 
+// The weight chart's margins in px: the weight labels on the left, the
+// times and the axis title below.
+const weightLeft, weightRight, weightTop, weightBottom = 62.0, 10.0, 10.0, 38.0
+
 // weightChart draws thing's weight from from to to, both on the bowls'
 // clock (named by clock, for the axis title): the average per column as a
 // line, min..max as a band, marks on top, and where no reading has
 // arrived yet after the newest one, a hatched "telemetry lags" region.
+// small draws the bowls page's card (600 x 185 px, whatever w and h say).
 func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float64, small bool, clock string) template.HTML {
-	const left, right, top, bottom = 62.0, 10.0, 10.0, 38.0
+	f := newWeightFrame(from, to, w, h, small)
+	cols := f.columns(v.Buckets)
+	points := f.fitWeights(cols)
+	label, lagFrom := f.label(v, points, clock)
+
+	var b strings.Builder
+	f.writeOpen(&b, v.Thing, label, points, clock)
+	f.writeAxes(&b, clock)
+	if !lagFrom.IsZero() && lagFrom.Before(f.to) {
+		f.writeLag(&b, lagFrom, v.Last, clock)
+	}
+	f.writeMarks(&b, marks)
+	f.writeWeights(&b, cols)
+	if points == 0 {
+		f.writeEmpty(&b, v.Last, clock)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// weightFrame is the weight chart's geometry: its size, the plot area
+// inside the margins, the window in whole buckets, the columns the
+// buckets are gathered into, and the weights at the bottom and the top.
+type weightFrame struct {
+	w, h, pw, ph float64 // the chart and its plot area, px
+	small        bool
+	from, to     time.Time
+	span         float64 // the window in seconds, at least one bucket
+	colSec       float64 // a column in seconds, a whole number of buckets
+	ncol         int
+	lo, hi       float64 // grams (fitWeights)
+}
+
+// newWeightFrame lays out the chart. Columns are whole buckets (at most
+// one per 3 px), aligned to them, so every bucket lands in exactly one
+// column and a hole is missing data, not rounding.
+func newWeightFrame(from, to time.Time, w, h float64, small bool) *weightFrame {
 	if small {
 		w, h = 600, 185
 	}
-	pw, ph := w-left-right, h-top-bottom
-	// Columns are whole buckets (at most one per 3 px), aligned to them,
-	// so every bucket lands in exactly one column and a hole is missing
-	// data, not rounding.
-	from = from.Truncate(bucketWidth)
-	span := math.Max(to.Sub(from).Seconds(), bucketWidth.Seconds())
+	f := &weightFrame{w: w, h: h, small: small, to: to}
+	f.pw, f.ph = w-weightLeft-weightRight, h-weightTop-weightBottom
+	f.from = from.Truncate(bucketWidth)
+	f.span = math.Max(to.Sub(f.from).Seconds(), bucketWidth.Seconds())
 	bw := bucketWidth.Seconds()
-	colSec := math.Ceil(span/math.Floor(pw/3)/bw) * bw
-	ncol := int(math.Ceil(span / colSec))
-	cols := make([]column, ncol)
-	for _, bk := range v.Buckets {
-		i := int(float64(bk.t-from.Unix()) / colSec)
-		if bk.t < from.Unix() || i >= ncol {
+	f.colSec = math.Ceil(f.span/math.Floor(f.pw/3)/bw) * bw
+	f.ncol = int(math.Ceil(f.span / f.colSec))
+	return f
+}
+
+// columns gathers the buckets inside the window into the columns.
+func (f *weightFrame) columns(buckets []bucket) []column {
+	cols := make([]column, f.ncol)
+	for _, bk := range buckets {
+		i := int(float64(bk.t-f.from.Unix()) / f.colSec)
+		if bk.t < f.from.Unix() || i >= f.ncol {
 			continue
 		}
 		c := &cols[i]
@@ -93,7 +137,14 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 		c.sum += bk.sum
 		c.n += int(bk.n)
 	}
-	lo, hi, points := math.Inf(1), math.Inf(-1), 0
+	return cols
+}
+
+// fitWeights sets the weight range to the column averages with 15 g to
+// spare, in whole 10 g and at least 50 g (0..400 g with no data), and
+// returns the number of columns with data: the points of the line.
+func (f *weightFrame) fitWeights(cols []column) (points int) {
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range cols {
 		if c.n > 0 {
 			a := c.sum / float64(c.n)
@@ -108,44 +159,69 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 	if hi-lo < 50 {
 		hi = lo + 50
 	}
-	X := func(t float64) float64 { return left + (t-float64(from.Unix()))/span*pw }
-	Y := func(g float64) float64 { return top + ph - (math.Max(lo, math.Min(hi, g))-lo)/(hi-lo)*ph }
-	colX := func(i int) float64 { return left + (float64(i)+0.5)*colSec/span*pw }
+	f.lo, f.hi = lo, hi
+	return points
+}
 
-	var b strings.Builder
-	label := fmt.Sprintf("Weight of %s from %s to %s UTC %s: %d points from the telemetry stream", v.Thing, from.UTC().Format("15:04"), to.UTC().Format("15:04"), clock, points)
-	lagFrom := time.Time{}
-	if !v.Last.IsZero() && to.Sub(v.Last) > lagMarkAfter {
-		lagFrom = later(v.Last, from)
-		label += fmt.Sprintf("; telemetry lags: nothing after %s yet (%s behind)", v.Last.UTC().Format("15:04"), fmtDuration(to.Sub(v.Last)))
+// x is the position of t, in Unix seconds.
+func (f *weightFrame) x(t float64) float64 {
+	return weightLeft + (t-float64(f.from.Unix()))/f.span*f.pw
+}
+
+// y is the position of g grams, held inside the range.
+func (f *weightFrame) y(g float64) float64 {
+	return weightTop + f.ph - (math.Max(f.lo, math.Min(f.hi, g))-f.lo)/(f.hi-f.lo)*f.ph
+}
+
+// colX is the position of column i's middle.
+func (f *weightFrame) colX(i int) float64 {
+	return weightLeft + (float64(i)+0.5)*f.colSec/f.span*f.pw
+}
+
+// label is the chart's text for screen readers and its title, and, when
+// the newest reading is more than lagMarkAfter behind the window's end,
+// where the lagging region starts (zero: it does not lag).
+func (f *weightFrame) label(v seriesView, points int, clock string) (label string, lagFrom time.Time) {
+	label = fmt.Sprintf("Weight of %s from %s to %s UTC %s: %d points from the telemetry stream", v.Thing, f.from.UTC().Format("15:04"), f.to.UTC().Format("15:04"), clock, points)
+	if !v.Last.IsZero() && f.to.Sub(v.Last) > lagMarkAfter {
+		lagFrom = later(v.Last, f.from)
+		label += fmt.Sprintf("; telemetry lags: nothing after %s yet (%s behind)", v.Last.UTC().Format("15:04"), fmtDuration(f.to.Sub(v.Last)))
 	}
+	return label, lagFrom
+}
+
+// writeOpen writes the <svg> element, whose data- attributes the tests
+// read, and its title.
+func (f *weightFrame) writeOpen(b *strings.Builder, thing, label string, points int, clock string) {
 	cls := "chart weight-chart"
-	if small {
+	if f.small {
 		cls += " small"
 	}
-	fmt.Fprintf(&b, `<svg class="%s" viewBox="0 0 %g %g" role="img" aria-label="%s" data-points="%d" data-thing="%s" data-from="%s" data-to="%s" data-clock="%s">`,
-		cls, w, h, esc(label), points, esc(v.Thing), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), esc(clock))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(label))
-	// Axis titles: the clock and zone of the time axis, the unit of the
-	// other.
-	fmt.Fprintf(&b, `<text class="axis-title x-title" x="%g" y="%g" text-anchor="middle">%s, UTC</text>`, left+pw/2, h-3, esc(clock))
-	fmt.Fprintf(&b, `<text class="axis-title y-title" x="%g" y="%g" text-anchor="middle" transform="rotate(-90 %g %g)">weight (g)</text>`, 12.0, top+ph/2, 12.0, top+ph/2)
-	// Grid and axes.
+	fmt.Fprintf(b, `<svg class="%s" viewBox="0 0 %g %g" role="img" aria-label="%s" data-points="%d" data-thing="%s" data-from="%s" data-to="%s" data-clock="%s">`,
+		cls, f.w, f.h, esc(label), points, esc(thing), f.from.UTC().Format(time.RFC3339), f.to.UTC().Format(time.RFC3339), esc(clock))
+	fmt.Fprintf(b, `<title>%s</title>`, esc(label))
+}
+
+// writeAxes writes the axis titles (the clock and zone of the time axis,
+// the unit of the other), the weight grid and the time ticks.
+func (f *weightFrame) writeAxes(b *strings.Builder, clock string) {
+	fmt.Fprintf(b, `<text class="axis-title x-title" x="%g" y="%g" text-anchor="middle">%s, UTC</text>`, weightLeft+f.pw/2, f.h-3, esc(clock))
+	fmt.Fprintf(b, `<text class="axis-title y-title" x="%g" y="%g" text-anchor="middle" transform="rotate(-90 %g %g)">weight (g)</text>`, 12.0, weightTop+f.ph/2, 12.0, weightTop+f.ph/2)
 	for i := 0; i <= 4; i++ {
-		g := lo + (hi-lo)*float64(i)/4
-		y := Y(g)
-		fmt.Fprintf(&b, `<line class="grid" x1="%g" x2="%g" y1="%.1f" y2="%.1f"/>`, left, w-right, y, y)
-		if !small || i%2 == 0 {
-			fmt.Fprintf(&b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%.0f g</text>`, left-4, y+4, g)
+		g := f.lo + (f.hi-f.lo)*float64(i)/4
+		y := f.y(g)
+		fmt.Fprintf(b, `<line class="grid" x1="%g" x2="%g" y1="%.1f" y2="%.1f"/>`, weightLeft, f.w-weightRight, y, y)
+		if !f.small || i%2 == 0 {
+			fmt.Fprintf(b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%.0f g</text>`, weightLeft-4, y+4, g)
 		}
 	}
 	ticks := 6
-	if small {
+	if f.small {
 		ticks = 2
 	}
 	for i := 0; i <= ticks; i++ {
-		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / float64(ticks)))
-		x := X(float64(t.Unix()))
+		t := f.from.Add(time.Duration(float64(f.to.Sub(f.from)) * float64(i) / float64(ticks)))
+		x := f.x(float64(t.Unix()))
 		anchor := "middle"
 		switch i {
 		case 0:
@@ -153,33 +229,42 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 		case ticks:
 			anchor = "end"
 		}
-		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, x, h-20, anchor, t.UTC().Format("15:04"))
+		fmt.Fprintf(b, `<text class="axis" x="%.1f" y="%g" text-anchor="%s">%s</text>`, x, f.h-20, anchor, t.UTC().Format("15:04"))
 	}
-	// Where telemetry lags: after the newest reading, up to the window's
-	// end on the bowls' clock.
-	if !lagFrom.IsZero() && lagFrom.Before(to) {
-		x1 := X(float64(lagFrom.Unix()))
-		fmt.Fprintf(&b, `<rect class="lag-mark" x="%.1f" y="%g" width="%.1f" height="%g" data-lag-from="%s"><title>telemetry lags: no reading after %s %s yet</title></rect>`,
-			x1, top, math.Max(w-right-x1, 1), ph, v.Last.UTC().Format(time.RFC3339), v.Last.UTC().Format("15:04"), esc(clock))
-		if !small || w-right-x1 > 120 {
-			fmt.Fprintf(&b, `<text class="lag-text" x="%.1f" y="%g" text-anchor="end">telemetry lags %s</text>`, w-right-4, top+14, fmtDuration(to.Sub(v.Last)))
-		}
+}
+
+// writeLag hatches where telemetry lags: from lagFrom, after the newest
+// reading (last), up to the window's end on the bowls' clock.
+func (f *weightFrame) writeLag(b *strings.Builder, lagFrom, last time.Time, clock string) {
+	x1 := f.x(float64(lagFrom.Unix()))
+	fmt.Fprintf(b, `<rect class="lag-mark" x="%.1f" y="%g" width="%.1f" height="%g" data-lag-from="%s"><title>telemetry lags: no reading after %s %s yet</title></rect>`,
+		x1, weightTop, math.Max(f.w-weightRight-x1, 1), f.ph, last.UTC().Format(time.RFC3339), last.UTC().Format("15:04"), esc(clock))
+	if !f.small || f.w-weightRight-x1 > 120 {
+		fmt.Fprintf(b, `<text class="lag-text" x="%.1f" y="%g" text-anchor="end">telemetry lags %s</text>`, f.w-weightRight-4, weightTop+14, fmtDuration(f.to.Sub(last)))
 	}
-	// Marks under the line.
+}
+
+// writeMarks writes the marks inside the window, under the line: a meal
+// as a span in its pet's colour, anything else as a vertical line.
+func (f *weightFrame) writeMarks(b *strings.Builder, marks []chartMark) {
 	for _, mk := range marks {
-		if mk.To.Before(from) || mk.From.After(to) {
+		if mk.To.Before(f.from) || mk.From.After(f.to) {
 			continue
 		}
-		x1 := X(float64(later(mk.From, from).Unix()))
-		x2 := math.Max(X(float64(earlier(mk.To, to).Unix())), x1+2)
+		x1 := f.x(float64(later(mk.From, f.from).Unix()))
+		x2 := math.Max(f.x(float64(earlier(mk.To, f.to).Unix())), x1+2)
 		switch mk.Kind {
 		case "meal":
-			fmt.Fprintf(&b, `<rect class="mark meal-mark" x="%.1f" y="%g" width="%.1f" height="%g" fill="%s"><title>%s</title></rect>`, x1, top, x2-x1, ph, petColor(mk.ColorIndex), esc(mk.Label))
+			fmt.Fprintf(b, `<rect class="mark meal-mark" x="%.1f" y="%g" width="%.1f" height="%g" fill="%s"><title>%s</title></rect>`, x1, weightTop, x2-x1, f.ph, petColor(mk.ColorIndex), esc(mk.Label))
 		default:
-			fmt.Fprintf(&b, `<line class="mark %s-mark" x1="%.1f" x2="%.1f" y1="%g" y2="%g"><title>%s</title></line>`, mk.Kind, x1, x1, top, top+ph, esc(mk.Label))
+			fmt.Fprintf(b, `<line class="mark %s-mark" x1="%.1f" x2="%.1f" y1="%g" y2="%g"><title>%s</title></line>`, mk.Kind, x1, x1, weightTop, weightTop+f.ph, esc(mk.Label))
 		}
 	}
-	// The band and the line, split where there is no data.
+}
+
+// writeWeights writes the min..max band and the average line of each run
+// of columns with data: both break where a column has none.
+func (f *weightFrame) writeWeights(b *strings.Builder, cols []column) {
 	var seg []int
 	flush := func() {
 		if len(seg) == 0 {
@@ -187,14 +272,14 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 		}
 		b.WriteString(`<polygon class="band" points="`)
 		for _, i := range seg {
-			fmt.Fprintf(&b, "%.1f,%.1f ", colX(i), Y(cols[i].max))
+			fmt.Fprintf(b, "%.1f,%.1f ", f.colX(i), f.y(cols[i].max))
 		}
 		for j := len(seg) - 1; j >= 0; j-- {
-			fmt.Fprintf(&b, "%.1f,%.1f ", colX(seg[j]), Y(cols[seg[j]].min))
+			fmt.Fprintf(b, "%.1f,%.1f ", f.colX(seg[j]), f.y(cols[seg[j]].min))
 		}
 		b.WriteString(`"/><polyline class="weight-line" points="`)
 		for _, i := range seg {
-			fmt.Fprintf(&b, "%.1f,%.1f ", colX(i), Y(cols[i].sum/float64(cols[i].n)))
+			fmt.Fprintf(b, "%.1f,%.1f ", f.colX(i), f.y(cols[i].sum/float64(cols[i].n)))
 		}
 		b.WriteString(`"/>`)
 		seg = seg[:0]
@@ -207,15 +292,16 @@ func weightChart(v seriesView, from, to time.Time, marks []chartMark, w, h float
 		seg = append(seg, i)
 	}
 	flush()
-	if points == 0 {
-		msg := "no readings from the stream yet"
-		if !v.Last.IsZero() {
-			msg = fmt.Sprintf("no readings in this window: the newest is from %s %s", v.Last.UTC().Format("Jan 2 15:04"), clock)
-		}
-		fmt.Fprintf(&b, `<text class="empty" x="%g" y="%g" text-anchor="middle">%s</text>`, left+pw/2, top+ph/2, esc(msg))
+}
+
+// writeEmpty says, in the middle of a chart without a point, why: no
+// reading yet, or none in this window (and when the newest is from).
+func (f *weightFrame) writeEmpty(b *strings.Builder, last time.Time, clock string) {
+	msg := "no readings from the stream yet"
+	if !last.IsZero() {
+		msg = fmt.Sprintf("no readings in this window: the newest is from %s %s", last.UTC().Format("Jan 2 15:04"), clock)
 	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	fmt.Fprintf(b, `<text class="empty" x="%g" y="%g" text-anchor="middle">%s</text>`, weightLeft+f.pw/2, weightTop+f.ph/2, esc(msg))
 }
 
 // timelineItem is one dot of the meal timeline.

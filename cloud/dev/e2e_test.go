@@ -319,7 +319,7 @@ func readEvents(t *testing.T, ddb *dynamodb.Client, names resources.Names, tenan
 	for _, tenant := range tenants {
 		p := dynamodb.NewQueryPaginator(ddb, &dynamodb.QueryInput{
 			TableName: aws.String(names.EventsTable()), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: "TENANT#" + tenant + "#EVENT"}},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: engine.EventPK(tenant)}},
 		})
 		for p.HasMorePages() {
 			page, err := p.NextPage(context.Background())

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/awscalls"
 )
 
@@ -109,9 +110,9 @@ func TestStackRolesAllowTheKnownGaps(t *testing.T) {
 		{"EventsPipeRole", "dynamodb:GetRecords", table("events") + "/stream/2026-01-01T00:00:00.000", nil, true},
 		// Still refused: event rows stay append-only, and no task scans
 		// what it does not need.
-		{"IngestRole", "dynamodb:UpdateItem", table("events"), lk("TENANT#t#EVENT"), false},
-		{"WorkerTaskRole", "dynamodb:DeleteItem", table("events"), lk("TENANT#t#EVENT"), false},
-		{"ApiTaskRole", "dynamodb:UpdateItem", table("events"), lk("TENANT#t#EVENT"), false},
+		{"IngestRole", "dynamodb:UpdateItem", table("events"), lk(engine.EventPK("t")), false},
+		{"WorkerTaskRole", "dynamodb:DeleteItem", table("events"), lk(engine.EventPK("t")), false},
+		{"ApiTaskRole", "dynamodb:UpdateItem", table("events"), lk(engine.EventPK("t")), false},
 		{"IngestRole", "dynamodb:Scan", table("events"), nil, false},
 		// Ingest takes events only: the topic rules write the telemetry
 		// stream (docs/telemetry-path.md).

@@ -3,6 +3,7 @@ package cfn
 import (
 	"testing"
 
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/internal/awscalls"
 )
 
@@ -30,19 +31,19 @@ func TestCompletenessRoleIsScoped(t *testing.T) {
 	}{
 		// Its recorded calls.
 		{"list tenants", Request{Action: "dynamodb:Scan", Resource: heads}, true},
-		{"read a log", Request{Action: "dynamodb:Query", Resource: env["EventsTable.Arn"], Context: key("TENANT#t1#EVENT")}, true},
-		{"read a head", Request{Action: "dynamodb:GetItem", Resource: env["EventsTable.Arn"], Context: key("TENANT#t1#HEAD")}, true},
-		{"append an event", Request{Action: "dynamodb:PutItem", Resource: env["EventsTable.Arn"], Context: tx("TENANT#t1#EVENT")}, true},
-		{"move the head", Request{Action: "dynamodb:UpdateItem", Resource: env["EventsTable.Arn"], Context: tx("TENANT#t1#HEAD")}, true},
+		{"read a log", Request{Action: "dynamodb:Query", Resource: env["EventsTable.Arn"], Context: key(engine.EventPK("t1"))}, true},
+		{"read a head", Request{Action: "dynamodb:GetItem", Resource: env["EventsTable.Arn"], Context: key(engine.HeadPK("t1"))}, true},
+		{"append an event", Request{Action: "dynamodb:PutItem", Resource: env["EventsTable.Arn"], Context: tx(engine.EventPK("t1"))}, true},
+		{"move the head", Request{Action: "dynamodb:UpdateItem", Resource: env["EventsTable.Arn"], Context: tx(engine.HeadPK("t1"))}, true},
 		{"look up its key", Request{Action: "dynamodb:GetItem", Resource: env["InboxTable.Arn"], Context: key("EMIT#t1#completeness/t1/2026-12-04")}, true},
 		{"put its key", Request{Action: "dynamodb:PutItem", Resource: env["InboxTable.Arn"], Context: tx("EMIT#t1#completeness/t1/2026-12-04")}, true},
 		{"put a part's key", Request{Action: "dynamodb:PutItem", Resource: env["InboxTable.Arn"], Context: tx("EMIT#t1#completeness/t1/2026-12-04/part-2")}, true},
 		{"read rollups", Request{Action: "dynamodb:Query", Resource: env["TelemetryStateTable.Arn"], Context: key("ROLLUP#gw-1:a")}, true},
 		// Outside its scope.
 		{"scan the whole log", Request{Action: "dynamodb:Scan", Resource: env["EventsTable.Arn"]}, false},
-		{"plain put of an event", Request{Action: "dynamodb:PutItem", Resource: env["EventsTable.Arn"], Context: key("TENANT#t1#EVENT")}, false},
-		{"update an event", Request{Action: "dynamodb:UpdateItem", Resource: env["EventsTable.Arn"], Context: tx("TENANT#t1#EVENT")}, false},
-		{"delete a head", Request{Action: "dynamodb:DeleteItem", Resource: env["EventsTable.Arn"], Context: tx("TENANT#t1#HEAD")}, false},
+		{"plain put of an event", Request{Action: "dynamodb:PutItem", Resource: env["EventsTable.Arn"], Context: key(engine.EventPK("t1"))}, false},
+		{"update an event", Request{Action: "dynamodb:UpdateItem", Resource: env["EventsTable.Arn"], Context: tx(engine.EventPK("t1"))}, false},
+		{"delete a head", Request{Action: "dynamodb:DeleteItem", Resource: env["EventsTable.Arn"], Context: tx(engine.HeadPK("t1"))}, false},
 		{"put a look-alike row", Request{Action: "dynamodb:PutItem", Resource: env["EventsTable.Arn"], Context: tx("DEVICE#gw-1")}, false},
 		{"put another producer's key", Request{Action: "dynamodb:PutItem", Resource: env["InboxTable.Arn"], Context: tx("EMIT#t1#gw-1/17")}, false},
 		{"read another producer's key", Request{Action: "dynamodb:GetItem", Resource: env["InboxTable.Arn"], Context: key("EMIT#t1#gw-1/17")}, false},

@@ -32,7 +32,10 @@
 // applies, and subscribers read a payload with DecodeAs.
 //
 // The gateway's /status document (GatewayStatus) is here too: the agent
-// (edge/status) serves it and the cloud console decodes it.
+// (edge/status) serves it, and FetchStatus is its one reader, used by
+// `bowline-edge status`, the cloud console and the chaos harness. It lives
+// here, not in edge/status, because cloud/ may import no edge package but
+// this one (internal/layout).
 //
 // # Golden messages
 //

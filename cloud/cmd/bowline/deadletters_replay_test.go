@@ -18,6 +18,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/devices"
 	"github.com/bowline-iot/bowline/cloud/ingest"
 	"github.com/bowline-iot/bowline/deploy/cfn/iamtest"
+	"github.com/bowline-iot/bowline/engine"
 	"github.com/bowline-iot/bowline/engine/deadletter"
 	"github.com/bowline-iot/bowline/internal/awsenv"
 	"github.com/bowline-iot/bowline/internal/cli"
@@ -118,7 +119,7 @@ func TestDeadLettersReplayIngestCommand(t *testing.T) {
 		}
 	}
 	n, err := ddb.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(names.EventsTable()), KeyConditionExpression: aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "TENANT#" + tenant + "#EVENT"}}})
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: engine.EventPK(tenant)}}})
 	if err != nil || n.Count != 1 {
 		t.Errorf("events of %s after two replays = %v (%v); want 1", tenant, n.Count, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,8 +10,12 @@ import (
 	"time"
 
 	"github.com/bowline-iot/bowline/edge/status"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
+
+// maxStatusBytes bounds the /status document read.
+const maxStatusBytes = 4 << 20
 
 const statusSummary = "print a running agent's status in human units (or --json)"
 
@@ -55,7 +60,10 @@ func statusCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rep, raw, err := status.Fetch(ctx, http.DefaultClient, target)
+	rep, raw, err := wire.FetchStatus(ctx, http.DefaultClient, "http://"+target, maxStatusBytes)
+	if errors.Is(err, wire.ErrStatusUnreachable) {
+		return fmt.Errorf("%w (is `bowline-edge run` running with this --status-addr?)", err)
+	}
 	if err != nil {
 		return err
 	}

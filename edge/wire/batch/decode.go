@@ -105,57 +105,100 @@ func inflate(p []byte) ([]byte, error) {
 	return data, nil
 }
 
+// decodeSeries decodes the series at field, strictly and in this order:
+// the keys that must be present, the thing and its first seq, the kinds,
+// the number of samples (at most room, what the batch has left), then
+// each sample's kind, seq, time and value. The order decides which
+// problem a payload with several is refused for (testdata/batches.json).
 func decodeSeries(field string, s inSeries, room int) (Series, error) {
-	var out Series
-	switch {
-	case s.Thing == nil:
-		return out, formatErr(field+".thing", "missing (key 0)")
-	case s.Seq == nil:
-		return out, formatErr(field+".seq", "missing (key 1)")
-	case s.T0 == nil:
-		return out, formatErr(field+".t0", "missing (key 3)")
-	case s.Dt == nil:
-		return out, formatErr(field+".dt", "missing (key 4)")
-	case s.Kinds == nil:
-		return out, formatErr(field+".kinds", "missing (key 5)")
-	case s.Values == nil:
-		return out, formatErr(field+".values", "missing (key 7)")
+	if err := checkPresent(field, s); err != nil {
+		return Series{}, err
 	}
 	if err := wire.CheckName("thing", *s.Thing); err != nil {
-		return out, formatErr(field+".thing", "%v", err)
+		return Series{}, formatErr(field+".thing", "%v", err)
 	}
-	out.Thing = *s.Thing
 	if *s.Seq == 0 {
-		return out, formatErr(field+".seq", "is 0; seqs start at 1")
+		return Series{}, formatErr(field+".seq", "is 0; seqs start at 1")
 	}
 	kinds := *s.Kinds
+	if err := checkKinds(field, kinds); err != nil {
+		return Series{}, err
+	}
+	n, err := countSamples(field, *s.Values, room)
+	if err != nil {
+		return Series{}, err
+	}
+	samples := make([]Sample, n)
+	kind, err := decodeKindIndex(field, s.KindIndex, kinds, samples)
+	if err != nil {
+		return Series{}, err
+	}
+	if err := decodeSeqs(field, *s.Seq, s.SeqGaps, samples); err != nil {
+		return Series{}, err
+	}
+	if err := decodeTimes(field, *s.T0, *s.Dt, samples); err != nil {
+		return Series{}, err
+	}
+	if err := decodeValues(field, *s.Values, kinds, kind, samples); err != nil {
+		return Series{}, err
+	}
+	return Series{Thing: *s.Thing, Samples: samples}, nil
+}
+
+// checkPresent checks that every key a series must have is there
+// (seq_gaps and kind_index may be absent).
+func checkPresent(field string, s inSeries) error {
+	switch {
+	case s.Thing == nil:
+		return formatErr(field+".thing", "missing (key 0)")
+	case s.Seq == nil:
+		return formatErr(field+".seq", "missing (key 1)")
+	case s.T0 == nil:
+		return formatErr(field+".t0", "missing (key 3)")
+	case s.Dt == nil:
+		return formatErr(field+".dt", "missing (key 4)")
+	case s.Kinds == nil:
+		return formatErr(field+".kinds", "missing (key 5)")
+	case s.Values == nil:
+		return formatErr(field+".values", "missing (key 7)")
+	}
+	return nil
+}
+
+// checkKinds checks the kinds table: 1 to MaxKinds kinds, each a valid
+// kind name used once, a scale up to MaxScale and a quantum that fits
+// int64.
+func checkKinds(field string, kinds []kindDef) error {
 	switch {
 	case len(kinds) == 0:
-		return out, formatErr(field+".kinds", "empty; want at least one kind")
+		return formatErr(field+".kinds", "empty; want at least one kind")
 	case len(kinds) > MaxKinds:
-		return out, formatErr(field+".kinds", "has %d kinds, more than %d", len(kinds), MaxKinds)
+		return formatErr(field+".kinds", "has %d kinds, more than %d", len(kinds), MaxKinds)
 	}
 	names := make(map[string]int, len(kinds))
 	for k, d := range kinds {
 		kf := fmt.Sprintf("%s.kinds[%d]", field, k)
 		if err := wire.CheckKind("kind", d.Name); err != nil {
-			return out, formatErr(kf+".name", "%v", err)
+			return formatErr(kf+".name", "%v", err)
 		}
 		if j, ok := names[d.Name]; ok {
-			return out, formatErr(kf+".name", "%q is also kinds[%d]; want each kind once", d.Name, j)
+			return formatErr(kf+".name", "%q is also kinds[%d]; want each kind once", d.Name, j)
 		}
 		names[d.Name] = k
 		if d.Scale > MaxScale {
-			return out, formatErr(kf+".scale", "is %d, more than %d", d.Scale, MaxScale)
+			return formatErr(kf+".scale", "is %d, more than %d", d.Scale, MaxScale)
 		}
 		if d.Quantum == 0 || d.Quantum > math.MaxInt64 {
-			return out, formatErr(kf+".quantum", "is %d; want 1 to 2^63-1", d.Quantum)
+			return formatErr(kf+".quantum", "is %d; want 1 to 2^63-1", d.Quantum)
 		}
 	}
+	return nil
+}
 
-	// The number of samples is the number of values; count before
-	// allocating anything per sample.
-	values := *s.Values
+// countSamples returns the number of samples, which is the number of
+// varints in values (bytes below 0x80 end one), from 1 to room. It runs
+// before anything is allocated per sample.
+func countSamples(field string, values []byte, room int) (int, error) {
 	n := 0
 	for _, c := range values {
 		if c < 0x80 {
@@ -164,139 +207,157 @@ func decodeSeries(field string, s inSeries, room int) (Series, error) {
 	}
 	switch {
 	case n == 0:
-		return out, formatErr(field+".values", "no samples; want at least one")
+		return 0, formatErr(field+".values", "no samples; want at least one")
 	case n > room:
-		return out, formatErr(field+".values", "%d samples, more than the %d left of %d in a batch", n, room, MaxSamples)
+		return 0, formatErr(field+".values", "%d samples, more than the %d left of %d in a batch", n, room, MaxSamples)
 	}
-	samples := make([]Sample, n)
-	kind := make([]uint8, n) // the kind index of each sample (MaxKinds < 256)
+	return n, nil
+}
 
-	// kind_index
+// decodeKindIndex sets each sample's kind and scale and returns its index
+// in kinds (MaxKinds < 256). With one kind, kind_index must be absent and
+// every sample has that kind; with more it must be there, name a kind in
+// range for each sample, introduce kinds in order of first use and use
+// every kind.
+func decodeKindIndex(field string, kindIndex *[]byte, kinds []kindDef, samples []Sample) ([]uint8, error) {
+	n := len(samples)
+	kind := make([]uint8, n)
 	if len(kinds) == 1 {
-		if s.KindIndex != nil {
-			return out, formatErr(field+".kind_index", "present with one kind; want it absent")
+		if kindIndex != nil {
+			return nil, formatErr(field+".kind_index", "present with one kind; want it absent")
 		}
-	} else {
-		if s.KindIndex == nil {
-			return out, formatErr(field+".kind_index", "missing (key 6) with %d kinds", len(kinds))
-		}
-		r := varints{field: field + ".kind_index", b: *s.KindIndex}
-		used := 0
-		for i := range samples {
-			k, err := r.uvarint(i, n)
-			if err != nil {
-				return out, err
-			}
-			switch {
-			case k >= uint64(len(kinds)):
-				return out, formatErr(r.field, "sample %d: kind %d out of range (%d kinds)", i, k, len(kinds))
-			case k > uint64(used):
-				return out, formatErr(r.field, "sample %d: kind %d before kind %d; want kinds in order of first use", i, k, used)
-			case k == uint64(used):
-				used++
-			}
-			samples[i].Kind = kinds[k].Name
-			samples[i].Scale = kinds[k].Scale
-			kind[i] = uint8(k)
-		}
-		if err := r.end(n); err != nil {
-			return out, err
-		}
-		if used != len(kinds) {
-			return out, formatErr(field+".kinds", "kinds[%d] (%s) has no sample", used, kinds[used].Name)
-		}
-	}
-	if len(kinds) == 1 {
 		for i := range samples {
 			samples[i].Kind, samples[i].Scale = kinds[0].Name, kinds[0].Scale
 		}
+		return kind, nil
 	}
+	if kindIndex == nil {
+		return nil, formatErr(field+".kind_index", "missing (key 6) with %d kinds", len(kinds))
+	}
+	r := varints{field: field + ".kind_index", b: *kindIndex}
+	used := 0
+	for i := range samples {
+		k, err := r.uvarint(i, n)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case k >= uint64(len(kinds)):
+			return nil, formatErr(r.field, "sample %d: kind %d out of range (%d kinds)", i, k, len(kinds))
+		case k > uint64(used):
+			return nil, formatErr(r.field, "sample %d: kind %d before kind %d; want kinds in order of first use", i, k, used)
+		case k == uint64(used):
+			used++
+		}
+		samples[i].Kind = kinds[k].Name
+		samples[i].Scale = kinds[k].Scale
+		kind[i] = uint8(k)
+	}
+	if err := r.end(n); err != nil {
+		return nil, err
+	}
+	if used != len(kinds) {
+		return nil, formatErr(field+".kinds", "kinds[%d] (%s) has no sample", used, kinds[used].Name)
+	}
+	return kind, nil
+}
 
-	// seq and seq_gaps
-	samples[0].Seq = *s.Seq
-	if s.SeqGaps == nil {
-		if n-1 > 0 && *s.Seq > math.MaxUint64-uint64(n-1) {
-			return out, formatErr(field+".seq", "%d + %d samples overflows uint64", *s.Seq, n)
+// decodeSeqs sets each sample's seq: seq for the first, then one more
+// each, or, with seq_gaps, one more plus the gap (which must then not all
+// be 0). No seq may overflow uint64.
+func decodeSeqs(field string, seq uint64, seqGaps *[]byte, samples []Sample) error {
+	n := len(samples)
+	samples[0].Seq = seq
+	if seqGaps == nil {
+		if n-1 > 0 && seq > math.MaxUint64-uint64(n-1) {
+			return formatErr(field+".seq", "%d + %d samples overflows uint64", seq, n)
 		}
 		for i := 1; i < n; i++ {
 			samples[i].Seq = samples[i-1].Seq + 1
 		}
-	} else {
-		r := varints{field: field + ".seq_gaps", b: *s.SeqGaps}
-		gapped := false
-		for i := 1; i < n; i++ {
-			gap, err := r.uvarint(i-1, n-1)
-			if err != nil {
-				return out, err
-			}
-			prev := samples[i-1].Seq
-			if gap >= math.MaxUint64-prev {
-				return out, formatErr(r.field, "sample %d: seq %d + gap %d + 1 overflows uint64", i, prev, gap)
-			}
-			samples[i].Seq = prev + gap + 1
-			gapped = gapped || gap != 0
-		}
-		if err := r.end(n - 1); err != nil {
-			return out, err
-		}
-		if !gapped {
-			return out, formatErr(r.field, "present but the seqs are contiguous; want it absent")
-		}
+		return nil
 	}
+	r := varints{field: field + ".seq_gaps", b: *seqGaps}
+	gapped := false
+	for i := 1; i < n; i++ {
+		gap, err := r.uvarint(i-1, n-1)
+		if err != nil {
+			return err
+		}
+		prev := samples[i-1].Seq
+		if gap >= math.MaxUint64-prev {
+			return formatErr(r.field, "sample %d: seq %d + gap %d + 1 overflows uint64", i, prev, gap)
+		}
+		samples[i].Seq = prev + gap + 1
+		gapped = gapped || gap != 0
+	}
+	if err := r.end(n - 1); err != nil {
+		return err
+	}
+	if !gapped {
+		return formatErr(r.field, "present but the seqs are contiguous; want it absent")
+	}
+	return nil
+}
 
-	// t0 and dt
-	t := *s.T0
+// decodeTimes sets each sample's time: t0 for the first, then the
+// previous plus its dt, every one within 0..MaxTimeMs.
+func decodeTimes(field string, t0 int64, dt []byte, samples []Sample) error {
+	n := len(samples)
+	t := t0
 	if t < 0 || t > MaxTimeMs {
-		return out, formatErr(field+".t0", "%d: want Unix milliseconds from 0 to %d", t, MaxTimeMs)
+		return formatErr(field+".t0", "%d: want Unix milliseconds from 0 to %d", t, MaxTimeMs)
 	}
 	samples[0].At = time.UnixMilli(t).UTC()
-	r := varints{field: field + ".dt", b: *s.Dt}
+	r := varints{field: field + ".dt", b: dt}
 	for i := 1; i < n; i++ {
 		d, err := r.varint(i-1, n-1)
 		if err != nil {
-			return out, err
+			return err
 		}
 		if d > MaxTimeMs-t || d < -t {
-			return out, formatErr(r.field, "sample %d: %d%+d ms is outside 0..%d", i, t, d, MaxTimeMs)
+			return formatErr(r.field, "sample %d: %d%+d ms is outside 0..%d", i, t, d, MaxTimeMs)
 		}
 		t += d
 		samples[i].At = time.UnixMilli(t).UTC()
 	}
-	if err := r.end(n - 1); err != nil {
-		return out, err
-	}
+	return r.end(n - 1)
+}
 
-	// values
-	r = varints{field: field + ".values", b: values}
+// decodeValues sets each sample's value: the previous value of its kind
+// (0 before the first) plus its step times the kind's quantum, in int64.
+// Each quantum must be the gcd of its kind's steps, as Encode chose it.
+func decodeValues(field string, values []byte, kinds []kindDef, kind []uint8, samples []Sample) error {
+	n := len(samples)
+	r := varints{field: field + ".values", b: values}
 	last := make([]int64, len(kinds))
 	gcd := make([]uint64, len(kinds))
 	for i := range samples {
 		k := kind[i]
 		d, err := r.varint(i, n)
 		if err != nil {
-			return out, err
+			return err
 		}
 		q := int64(kinds[k].Quantum)
 		if d > math.MaxInt64/q || d < math.MinInt64/q {
-			return out, formatErr(r.field, "sample %d: step %d x quantum %d overflows int64", i, d, q)
+			return formatErr(r.field, "sample %d: step %d x quantum %d overflows int64", i, d, q)
 		}
 		v, ok := add(last[k], d*q)
 		if !ok {
-			return out, formatErr(r.field, "sample %d: %d%+d overflows int64", i, last[k], d*q)
+			return formatErr(r.field, "sample %d: %d%+d overflows int64", i, last[k], d*q)
 		}
 		samples[i].Value, last[k] = v, v
 		gcd[k] = gcdU(gcd[k], absU(d))
 	}
 	if err := r.end(n); err != nil {
-		return out, err
+		return err
 	}
 	for k, g := range gcd {
 		if g != 1 && !(g == 0 && kinds[k].Quantum == 1) {
-			return out, formatErr(fmt.Sprintf("%s.kinds[%d].quantum", field, k), "%d is not the gcd of the steps (they share %d more)", kinds[k].Quantum, g)
+			return formatErr(fmt.Sprintf("%s.kinds[%d].quantum", field, k), "%d is not the gcd of the steps (they share %d more)", kinds[k].Quantum, g)
 		}
 	}
-	out.Samples = samples
-	return out, nil
+	return nil
 }
 
 func fromMillis(field string, ms int64) (time.Time, error) {
