@@ -135,10 +135,10 @@ const headerFits = `(() => {
   // A part may move to another line, but not break within itself.
   for (const e of h.querySelectorAll('.brand, .stack, nav a, .clock, #live-status, button')) {
     const boxes = [];
-    for (const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT); w.nextNode();) {
-      if (w.currentNode.parentElement.closest('.vh')) continue; // for screen readers only
+    for (const walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT); walk.nextNode();) {
+      if (walk.currentNode.parentElement.closest('.vh')) continue; // for screen readers only
       const r = document.createRange();
-      r.selectNodeContents(w.currentNode);
+      r.selectNodeContents(walk.currentNode);
       boxes.push(...[...r.getClientRects()].filter(b => b.width > 0));
     }
     if (boxes.some(a => boxes.some(b => b.top >= a.bottom - 1))) bad.push(JSON.stringify(e.innerText) + ' breaks onto ' + new Set(boxes.map(b => Math.round(b.top))).size + ' lines');

@@ -21,7 +21,7 @@
     req.open("GET", url);
     req.onload = function () {
       if (req.status !== 200 || req.responseURL.indexOf("/console/login") >= 0) {
-        if (status) { status.textContent = "update failed"; status.title = "the last update answered " + (req.status || "nothing"); status.className = "stale"; }
+        if (status) { status.textContent = "update failed"; status.title = req.status === 200 ? "the session has ended: reload to log in" : "the last update answered HTTP " + req.status; status.className = "stale"; }
         return schedule();
       }
       var checked = {};
