@@ -583,4 +583,14 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Errorf("seq 2 in tamper's log is not marked bad")
 		}
 	})
+
+	// After the tamper: the Tenants tab counts a broken chain and the
+	// Dead letters tab open letters, on `bowline dev`'s simulated clock.
+	t.Run("the header stays on one line on every page", func(t *testing.T) {
+		for _, page := range []string{"", "bowls", "bowls/gw-000:bowl-000", "tenants", "tenants/tamper", "tenants/tamper/events/2",
+			"dead-letters", "commerce", "search?q=bowl"} {
+			op.open(t, sys.ConsoleURL()+page)
+			op.checkHeader(t, "/console/"+page, headerOneLine)
+		}
+	})
 }

@@ -267,7 +267,8 @@ type page struct {
 	Stack   string
 	// SimNow is set under a simulated clock (bowline dev); BowlClock
 	// names the bowls' clock and BowlNow, WallNow are both clocks now
-	// (clock.go).
+	// (clock.go); the live region brings them up to date with each
+	// update, and WallNow's seconds show when it last did.
 	SimNow    string
 	BowlClock string
 	BowlNow   string
@@ -409,7 +410,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 			}
 		}
 	}
-	p.BowlClock, p.BowlNow, p.WallNow = c.bowlClockName(), c.now().UTC().Format("Jan 2 15:04"), time.Now().UTC().Format("15:04")
+	p.BowlClock, p.BowlNow, p.WallNow = c.bowlClockName(), c.now().UTC().Format("Jan 2 15:04"), time.Now().UTC().Format("15:04:05")
 	if p.Refresh == 0 {
 		p.Refresh = int(c.cfg.Refresh / time.Millisecond)
 	}

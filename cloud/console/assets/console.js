@@ -21,7 +21,7 @@
     req.open("GET", url);
     req.onload = function () {
       if (req.status !== 200 || req.responseURL.indexOf("/console/login") >= 0) {
-        if (status) { status.textContent = "update failed (" + req.status + ")"; status.className = "stale"; }
+        if (status) { status.textContent = "update failed"; status.title = req.status === 200 ? "the session has ended: reload to log in" : "the last update answered HTTP " + req.status; status.className = "stale"; }
         return schedule();
       }
       var checked = {};
@@ -44,7 +44,10 @@
       if (all2) { all2.checked = allChecked; }
       if (focusKey) { var f = live.querySelector(focusKey); if (f) { f.focus(); } }
       wire();
-      if (status) { status.textContent = "live " + new Date().toISOString().slice(11, 19) + " UTC wall clock"; status.className = ""; }
+      // The header's clocks came with the region and say the time of
+      // this update; the status stays one short word, so the header
+      // keeps its width (docs/console.md, "Keyboard and screen").
+      if (status) { status.textContent = "live"; status.title = "updated " + new Date().toISOString().slice(11, 19) + " UTC (this browser's clock)"; status.className = ""; }
       schedule();
     };
     req.onerror = function () {
