@@ -52,9 +52,12 @@ const (
 	// sending time: longer than two ack timeouts and one outage, so a
 	// batch lost and resent twice is a hole that closes, not a
 	// bowl.data_gap. An outage counts as at most the consumer's GapStep,
-	// a fifteenth of the grace (3.3 s), however long it lasts
+	// a twenty-fourth of the grace (2.1 s), however long it lasts
 	// (cloud/durable Config.GapStep); the margin also covers a resend
-	// that waits for the next batch round.
+	// that waits for the next batch round. The rule is the one behind
+	// durable.DefaultGapGrace (two ack timeouts and a few batch
+	// intervals), with a wider margin for batch rounds that run late on a
+	// loaded machine.
 	gapGrace = 2*ackTimeout + 10*time.Second
 	// eventsVisibility is the events queue's visibility timeout in a run
 	// (provisioning's 60s would make every crash cost a minute); the

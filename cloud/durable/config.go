@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bowline-iot/bowline/cloud/devices"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/engine"
 )
 
@@ -53,20 +54,26 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 
 // Defaults of Config (docs/cost.md says why these numbers).
 const (
-	// DefaultAckEvery is AckEvery's default. edge/forward's
-	// DefaultAckTimeout (45 min) must stay longer than it plus a batch
-	// interval; the margin between them (14 min) is how far the consumer
-	// may lag before gateways resend (docs/cost.md).
+	// DefaultAckEvery is AckEvery's default. The gateways' default
+	// resend timeout (wire.DefaultAckTimeout, 45 min) must stay longer
+	// than it plus a batch interval; the margin between them (14 min) is
+	// how far the consumer may lag before gateways resend (docs/cost.md).
 	DefaultAckEvery = 30 * time.Minute
-	// DefaultGapGrace is GapGrace's default: no shorter than the
-	// gateway's resend timeout (edge/forward DefaultAckTimeout), so a
-	// hole the gateway is about to fill is not reported; it is also how
-	// late, in the gateway's sending time, a telemetry bowl.data_gap
-	// comes. A batch lost twice takes two resend timeouts to fill, and
-	// is reported.
-	DefaultGapGrace = 45 * time.Minute
-	// gapStepsPerGrace makes GapStep's default: GapGrace / 15.
-	gapStepsPerGrace = 15
+	// DefaultGapGrace is GapGrace's default, 96 min: two of the
+	// gateways' default resend timeouts (wire.DefaultAckTimeout) and six
+	// batch intervals, so a batch whose resend is lost too is filled by
+	// the second resend before it is reported. A false bowl.data_gap
+	// cannot be taken back (it is in the tenant's chain), a true one
+	// reported late costs nothing (the data is gone either way).
+	// The second resend comes at most two timeouts and a batch interval
+	// after the hole opened on the outbox's clock, or two timeouts and
+	// one GapStep (4 min) when an outage delayed it; 2 min are left
+	// (docs/telemetry-path.md, "Gaps"). It is also how late, in the
+	// gateway's sending time, a telemetry bowl.data_gap comes.
+	DefaultGapGrace = 2*wire.DefaultAckTimeout + 6*wire.DefaultBatchInterval
+	// gapStepsPerGrace makes GapStep's default: GapGrace / 24, 4 min at
+	// the default grace.
+	gapStepsPerGrace = 24
 	// DefaultRollupEvery is DefaultConfig's RollupEvery.
 	DefaultRollupEvery = 30 * time.Minute
 	// DefaultRegistryTTL is RegistryTTL's default.
@@ -101,22 +108,27 @@ type Config struct {
 	// AckEvery is the longest a gateway waits for an acknowledgement of
 	// new durable seqs, and the shortest time between two of its acks;
 	// default DefaultAckEvery, 30 min (`bowline dev` uses seconds). The
-	// gateway's resend timeout (edge/forward AckTimeout, default 45 min)
-	// must be longer than AckEvery plus a batch interval.
+	// gateway's resend timeout (edge/forward AckTimeout, default
+	// wire.DefaultAckTimeout, 45 min) must be longer than AckEvery plus a
+	// batch interval.
 	AckEvery time.Duration
 	// GapGrace is how long, on the gateway's clock, a hole between the
 	// seqs of one (outbox, thing) may stay open before bowl.data_gap is
-	// raised; default DefaultGapGrace, 45 min, the gateway's resend
-	// timeout. Only time the gateway spent sending counts (GapStep).
+	// raised; default DefaultGapGrace, 96 min: two of the gateway's
+	// resend timeouts and a margin, so a lost resend is not reported.
+	// Set it to at least twice the gateways' ack_timeout and one GapStep.
+	// Only time the gateway spent sending counts (GapStep).
 	GapGrace time.Duration
 	// GapStep is the most one step of an outbox's clock, from the
 	// sent_at of one of its batches to the next, adds to the age of its
 	// holes: a gateway that sent nothing for longer was offline or had
 	// its broker down, so it could not resend, and an outage counts as
 	// at most GapStep (docs/telemetry-path.md, "Gaps"). Default
-	// GapGrace/15 (3 min at the default grace): longer than the
-	// gateway's batch interval (edge/forward, 1 min), so steady traffic
-	// counts in full.
+	// GapGrace/24 (4 min at the default grace): four of the gateway's
+	// batch intervals (wire.DefaultBatchInterval, 1 min), so steady
+	// traffic, reconnects included, counts in full; and inside the
+	// default grace's margin over two resend timeouts (6 min), so an
+	// outage just before a resend is not reported either.
 	GapStep time.Duration
 	// RollupEvery is the length of a rollup window: a bowl's minutes of
 	// one window go to DynamoDB as one row, written once, RollupSlack

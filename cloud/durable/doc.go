@@ -51,7 +51,8 @@
 //     it to one event per hole.
 //   - GapGrace must cover every loss of the same batch (each costs the
 //     gateway's ack timeout) and one GapStep: at the defaults a batch
-//     lost twice is reported (docs/telemetry-path.md, "Gaps").
+//     whose resend is lost too is not reported, a batch lost three times
+//     is (docs/telemetry-path.md, "Gaps").
 //   - Unwritten rollup minutes live in memory: a lost process loses up to
 //     RollupEvery + RollupSlack of presentation data, never a sample.
 package durable

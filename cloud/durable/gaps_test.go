@@ -7,6 +7,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/catalog"
 	"github.com/bowline-iot/bowline/edge/wire"
+	"github.com/bowline-iot/bowline/edge/wire/batch"
 )
 
 // gatewayFeed sends one gateway's batches of thing "gw-1:a" on outbox
@@ -69,7 +70,7 @@ func TestGapNotRaisedByOutage(t *testing.T) {
 // with the gateway's clock when it was first noticed.
 func TestGapRaisedAfterOutageAndGrace(t *testing.T) {
 	r := newRig(t, nil)
-	step := DefaultGapGrace / 15
+	step := DefaultConfig().GapStep
 	f := &gatewayFeed{r: r, gw: t0, seq: 20}
 	f.batch(t, 1, 10)
 	f.minutes(t, 1) // hole 11..19 noticed at t0+1m
@@ -135,5 +136,70 @@ check:
 	f.minutes(t, 60)
 	if gaps := r.emit.gaps(); len(gaps) != 0 {
 		t.Fatalf("gaps = %+v; want none (the stream holds every seq)", gaps)
+	}
+}
+
+// The default grace covers a lost resend. A gateway sends what is not
+// acknowledged wire.DefaultAckTimeout after it sent it in its next batch,
+// at worst a batch interval later; when that resend is lost too, the next
+// comes as long again, and only a batch lost three times is a hole the
+// consumer may report. An outage just before the second resend delays
+// it while counting at most GapStep. The batch that carries the resend
+// arrives in two parts, its new seqs first (AWS IoT keeps no order
+// between them), so the hole is judged before it closes. The gateways'
+// defaults are the contract's (edge/wire): a longer DefaultAckTimeout
+// without a longer DefaultGapGrace fails here.
+func TestDefaultGapGraceCoversALostResend(t *testing.T) {
+	interval := wire.DefaultBatchInterval
+	resendAfter := int(wire.DefaultAckTimeout/interval) + 1 // batches from a send to its resend, at worst
+	const lostAt = 1                                        // the batch whose seqs 11..20 are lost
+	sentAt := t0.Add(lostAt * interval)
+	for _, tc := range []struct {
+		name    string
+		sends   int  // times seqs 11..20 are sent and lost
+		outage  bool // the gateway is offline for 8 h just before the send that arrives
+		wantGap bool
+	}{
+		{"resend lost", 2, false, false},
+		{"resend lost, outage before the next", 2, true, false},
+		{"lost three times", 3, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			send := func(at time.Time, s batch.Series) {
+				t.Helper()
+				r.clock.Set(at)
+				r.handle(t, r.c, r.record(t, tenant, "gw-1", at, encode(t, "ob1", at, s)))
+				if gaps := r.emit.gaps(); !tc.wantGap && len(gaps) != 0 {
+					t.Fatalf("at %v after the loss (grace %v, GapStep %v): gaps = %+v; want none", at.Sub(sentAt), DefaultGapGrace, DefaultConfig().GapStep, gaps)
+				}
+			}
+			arrives := lostAt + tc.sends*resendAfter // the batch whose resend arrives
+			gw, next := t0, uint64(1)
+			for k := 0; k <= arrives+1; k++ {
+				if k > 0 {
+					gw = gw.Add(interval)
+				}
+				resend := k > lostAt && (k-lostAt)%resendAfter == 0
+				switch {
+				case k == lostAt:
+					next += 10 // seqs 11..20, lost
+					continue
+				case resend && k < arrives:
+					continue // lost again, with the batch that carried it
+				case tc.outage && k == arrives:
+					gw = gw.Add(8 * time.Hour)
+				}
+				send(gw, weights("gw-1:a", next, next+9, gw))
+				next += 10
+				if resend {
+					send(gw, weights("gw-1:a", 11, 20, sentAt))
+				}
+			}
+			want := catalog.DataGap{Thing: "gw-1:a", Lane: wire.KindTelemetry, Outbox: "ob1", FromSeq: 11, ToSeq: 20, MissingSince: t0.Add((lostAt + 1) * interval)}
+			if gaps := r.emit.gaps(); tc.wantGap && (len(gaps) != 1 || gaps[0] != want) {
+				t.Fatalf("gaps = %+v; want once %+v", gaps, want)
+			}
+		})
 	}
 }

@@ -271,8 +271,11 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("Validate of an empty Config = nil; want ErrConfig")
 	}
 	d := DefaultConfig()
-	if d.AckEvery != 30*time.Minute || d.GapGrace != 45*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
+	if d.AckEvery != 30*time.Minute || d.GapGrace != 96*time.Minute || d.GapStep != 4*time.Minute || d.RollupEvery != 30*time.Minute || d.RegistryTTL != 10*time.Minute {
 		t.Errorf("DefaultConfig = %+v", d)
+	}
+	if DefaultAckEvery+wire.DefaultBatchInterval >= wire.DefaultAckTimeout {
+		t.Errorf("DefaultAckEvery %v + a batch interval %v >= the gateways' ack timeout %v: they would resend what is about to be acknowledged", DefaultAckEvery, wire.DefaultBatchInterval, wire.DefaultAckTimeout)
 	}
 }
 

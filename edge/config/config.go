@@ -232,7 +232,7 @@ func Flags(fs *flag.FlagSet, f *File) {
 	fs.StringVar(&f.Telemetry.Rule, "telemetry-rule", f.Telemetry.Rule, "AWS IoT rule that takes the batches, bowline_<stack>_telemetry (e.g. bowline_dev_telemetry); required for v2")
 	fs.StringVar(&f.Events.Rule, "events-rule", f.Events.Rule, "AWS IoT rule that takes bowl events by Basic Ingest, bowline_<stack>_events (e.g. bowline_dev_events); empty: events go through the broker on dt/bowline/<tenant>/<thing>/events (v1, accepted by a cloud until its events cut-over)")
 	fs.Var(durFlag{&f.Telemetry.BatchInterval}, "telemetry-batch-interval", "v2: how often the batch of every bowl's new telemetry is sent (default 1m)")
-	fs.Var(durFlag{&f.Telemetry.AckTimeout}, "telemetry-ack-timeout", "v2: telemetry sent and not acknowledged by the cloud this long after is sent again; must exceed the cloud's 30m ack cadence plus the batch interval; the cloud's consumer may lag by the difference before gateways resend (default 45m)")
+	fs.Var(durFlag{&f.Telemetry.AckTimeout}, "telemetry-ack-timeout", "v2: telemetry sent and not acknowledged by the cloud this long after is sent again; must exceed the cloud's 30m ack cadence plus the batch interval; the cloud's consumer may lag by the difference before gateways resend, and its gap grace covers two (default "+forward.DefaultAckTimeout.String()+")")
 	fs.Float64Var(&f.Detect.FoodLowG, "detect-food-low-g", f.Detect.FoodLowG, "food level for bowl.food_low in grams (default 40)")
 	fs.Float64Var(&f.Detect.EmptyG, "detect-empty-g", f.Detect.EmptyG, "food level for bowl.empty in grams (default 5)")
 	fs.Var(inputsFlag{f}, "input", "bowl link, repeatable: serial:/dev/ttyUSB0[@115200] (UART or pty), unix:/run/bowl.sock (dial), listen:/run/bowls.sock (accept many)")
@@ -373,10 +373,10 @@ func (f File) checkTelemetry() error {
 	}
 	interval, timeout := time.Duration(t.BatchInterval), time.Duration(t.AckTimeout)
 	if interval == 0 {
-		interval = time.Minute
+		interval = wire.DefaultBatchInterval
 	}
 	if timeout == 0 {
-		timeout = 30 * time.Minute
+		timeout = forward.DefaultAckTimeout
 	}
 	if timeout <= interval {
 		return bad("telemetry.ack_timeout", "%s: must be longer than telemetry.batch_interval %s", timeout, interval)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bowline-iot/bowline/edge/forward"
 )
 
 func TestFileAndFlags(t *testing.T) {
@@ -87,6 +89,23 @@ func TestErrorsNameTheField(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("%s: Agent() = %v; want ErrInvalid naming %s", tt.name, err, tt.field)
 		}
+	}
+}
+
+// A batch interval is held against the ack timeout the forwarder will
+// use: with none set, the gateways' default (wire.DefaultAckTimeout, 45
+// min). Both checks used 30 min and refused a 40 min interval.
+func TestBatchIntervalAgainstDefaultAckTimeout(t *testing.T) {
+	f := File{Tenant: "acme", Gateway: "gw-1", Broker: "tcp://127.0.0.1:1883", Inputs: []string{"unix:/x"}}
+	f.Outbox.Path = "/tmp/x.db"
+	f.Telemetry.Rule = "bowline_dev_telemetry"
+	f.Telemetry.BatchInterval = Duration(forward.DefaultAckTimeout - 5*time.Minute)
+	if _, err := f.Agent(); err != nil {
+		t.Errorf("batch_interval %v, no ack_timeout: Agent() = %v; want nil (the default ack timeout is %v)", time.Duration(f.Telemetry.BatchInterval), err, forward.DefaultAckTimeout)
+	}
+	f.Telemetry.BatchInterval = Duration(forward.DefaultAckTimeout)
+	if _, err := f.Agent(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "telemetry.ack_timeout") {
+		t.Errorf("batch_interval %v, no ack_timeout: Agent() = %v; want ErrInvalid naming telemetry.ack_timeout", time.Duration(f.Telemetry.BatchInterval), err)
 	}
 }
 

@@ -121,8 +121,9 @@ type Config struct {
 // acknowledge; the 14 minutes left are how far the cloud's consumer may
 // lag before every gateway resends. A gateway holds up to about 31
 // minutes of telemetry unacknowledged (docs/cost.md says why these
-// numbers).
-const DefaultAckTimeout = 45 * time.Minute
+// numbers). It is the contract's wire.DefaultAckTimeout, from which the
+// cloud's consumer sizes its gap grace.
+const DefaultAckTimeout = wire.DefaultAckTimeout
 
 // Telemetry wire formats (Config.Wire).
 const (
@@ -135,7 +136,7 @@ func (c *Config) setDefaults() {
 		c.Wire = WireV2
 	}
 	if c.BatchInterval == 0 {
-		c.BatchInterval = time.Minute
+		c.BatchInterval = wire.DefaultBatchInterval
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = DefaultAckTimeout
@@ -246,8 +247,8 @@ func (c Config) validateTelemetry() error {
 		return fmt.Errorf("forward config: telemetry ack_timeout %s: must not be negative", c.AckTimeout)
 	case c.AckTimeout > 0 && c.AckTimeout <= max(c.BatchInterval, 0):
 		return fmt.Errorf("forward config: telemetry ack_timeout %s: must be longer than batch_interval %s", c.AckTimeout, c.BatchInterval)
-	case c.AckTimeout == 0 && c.BatchInterval >= 30*time.Minute:
-		return fmt.Errorf("forward config: telemetry batch_interval %s: must be shorter than ack_timeout (default 45m)", c.BatchInterval)
+	case c.AckTimeout == 0 && c.BatchInterval >= DefaultAckTimeout:
+		return fmt.Errorf("forward config: telemetry batch_interval %s: must be shorter than ack_timeout (default %s)", c.BatchInterval, DefaultAckTimeout)
 	case c.BatchMaxSamples < 0:
 		return fmt.Errorf("forward config: telemetry batch_max_samples %d: must not be negative", c.BatchMaxSamples)
 	}

@@ -15,6 +15,21 @@ const AckVersion = 1
 // MaxOutboxIDLen bounds an outbox instance id in bytes.
 const MaxOutboxIDLen = 64
 
+// The gateways' default telemetry timing (edge/forward's Config, the
+// agent's telemetry.batch_interval and telemetry.ack_timeout). They are
+// here, in the contract, because the cloud's consumer sizes its own
+// defaults from them (cloud/durable: its ack cadence must be shorter
+// than DefaultAckTimeout by more than a batch interval, and its gap
+// grace must cover a lost resend, two DefaultAckTimeout), and cloud/ may
+// import no other edge package.
+const (
+	// DefaultBatchInterval is how often a gateway sends a telemetry batch.
+	DefaultBatchInterval = time.Minute
+	// DefaultAckTimeout is how long telemetry a gateway sent may stay
+	// unacknowledged by the cloud before it is sent again.
+	DefaultAckTimeout = 45 * time.Minute
+)
+
 // AckMessage is what the cloud publishes on a gateway's acknowledgement
 // topic (AckTopic): the telemetry seqs that are durable in the stream, per
 // thing, for one outbox instance. Only then may the gateway delete them

@@ -46,7 +46,10 @@
 // its real decoder and compare values. LoadGolden reads them.
 //
 // The binary telemetry batch (format 2, one payload per gateway per
-// minute through Basic Ingest) is the sub-package edge/wire/batch.
+// minute through Basic Ingest) is the sub-package edge/wire/batch. The
+// gateways' default telemetry timing (DefaultBatchInterval,
+// DefaultAckTimeout) is here as well: the cloud's consumer sizes its ack
+// cadence and its gap grace from it (cloud/durable).
 //
 // This package uses the standard library only, so both sides can import it
 // without pulling in the other's dependencies.

@@ -38,6 +38,7 @@ import (
 
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/eventsource"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/internal/pricing"
 	"github.com/bowline-iot/bowline/internal/resources"
 )
@@ -52,8 +53,8 @@ func main() {
 	gateways := fs.Int("gateways", 60, "simulated gateways")
 	speed := fs.Float64("speed", 20, "run clock speed: batches and acks come this many times faster than real time")
 	def := durable.DefaultConfig()
-	batchEvery := fs.Duration("batch-every", time.Minute, "gateway: run time between its batches (edge/forward BatchInterval)")
-	ackTimeout := fs.Duration("ack-timeout", 45*time.Minute, "gateway: run time after which what it sent and was not acknowledged goes again (edge/forward DefaultAckTimeout, 45 min: the bench may not import the edge); must exceed --ack-every + --batch-every")
+	batchEvery := fs.Duration("batch-every", wire.DefaultBatchInterval, "gateway: run time between its batches (edge/forward BatchInterval)")
+	ackTimeout := fs.Duration("ack-timeout", wire.DefaultAckTimeout, "gateway: run time after which what it sent and was not acknowledged goes again (the gateways' default, wire.DefaultAckTimeout); must exceed --ack-every + --batch-every")
 	ackEvery := fs.Duration("ack-every", def.AckEvery, "consumer: shortest run time between two acknowledgements to one gateway (cloud/durable AckEvery)")
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "consumer: run time of a rollup window, each bowl's written once as one row (cloud/durable RollupEvery; divides an hour; 0: every call)")
 	warmup := fs.Duration("warmup", 0, "run time between the first batches and the start of counting (default --ack-every + --batch-every: every gateway's first ack and first reads are behind)")

@@ -11,6 +11,7 @@ import (
 	"github.com/bowline-iot/bowline/cloud/app"
 	"github.com/bowline-iot/bowline/cloud/durable"
 	"github.com/bowline-iot/bowline/cloud/eventsource"
+	"github.com/bowline-iot/bowline/edge/wire"
 	"github.com/bowline-iot/bowline/internal/cli"
 )
 
@@ -39,8 +40,8 @@ func consumeCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	poll := fs.Duration("poll", time.Second, "pause after an empty read of an open shard (at least 200ms: five reads per second per shard)")
 	refresh := fs.Duration("shard-refresh", 5*time.Second, "how often the shard list is read again to find child shards")
 	invokeTimeout := fs.Duration("invoke-timeout", 60*time.Second, "deadline of each handler call (the function's timeout in AWS)")
-	ackEvery := fs.Duration("ack-every", def.AckEvery, "shortest time between two acknowledgements to one gateway, and the longest it waits for one; gateways resend after their ack_timeout (default 45m), which must be longer by a batch interval, and the difference is how far this consumer may lag before they do; fewer acks cost less (docs/cost.md)")
-	gapGrace := fs.Duration("gap-grace", def.GapGrace, "how long a hole may stay open before bowl.data_gap is raised, on the gateway's clock counting only time it was sending (a silence counts as at most a fifteenth of this: an offline gateway cannot resend); no shorter than the gateways' ack_timeout (default 45m), or a hole they are about to fill is reported")
+	ackEvery := fs.Duration("ack-every", def.AckEvery, "shortest time between two acknowledgements to one gateway, and the longest it waits for one; gateways resend after their ack_timeout (default "+wire.DefaultAckTimeout.String()+"), which must be longer by a batch interval, and the difference is how far this consumer may lag before they do; fewer acks cost less (docs/cost.md)")
+	gapGrace := fs.Duration("gap-grace", def.GapGrace, fmt.Sprintf("how long a hole may stay open before bowl.data_gap is raised, on the gateway's clock counting only time it was sending (a silence counts as at most a twenty-fourth of this: an offline gateway cannot resend); at least twice the gateways' ack_timeout (default %v) and a few batch intervals, so a batch whose resend is lost too is not reported: the event cannot be taken back", wire.DefaultAckTimeout))
 	rollupEvery := fs.Duration("rollup-every", def.RollupEvery, "length of a rollup window: a bowl's minutes of a window are written once, as one row, 5 min after it ends; divides an hour (0: every batch)")
 	iotEndpoint := fs.String("iot-endpoint", "", "the IoT data plane endpoint acks are published to (default $AWS_ENDPOINT_URL_IOT_DATA_PLANE)")
 	if err := cli.Parse(fs, args); err != nil {
