@@ -203,8 +203,10 @@ type Lost struct {
 }
 
 // LostDays returns the days before oldest (OldestWhole) that tenant's log
-// envs leaves unstated: the days after the newest day it states before
-// oldest or, when it states none, from the day of its first event. Holes
+// envs leaves unstated: the days after the newest day it states in full
+// (every part) before oldest or, when it states none, from the day of its
+// first event. A day partly stated (a run that failed between parts) is
+// lost too: its other bowls' counts can no longer be stated. Holes
 // further back are not searched: each lost day is found by the runs of
 // the one UTC day in which it falls out of reach (oldest moves past it),
 // however many of them there are, and by no later run once one has
@@ -212,6 +214,7 @@ type Lost struct {
 func LostDays(envs []engine.Envelope, oldest time.Time) Lost {
 	oldest = oldest.UTC().Truncate(24 * time.Hour)
 	var from time.Time
+	stated := map[time.Time]Statement{} // the days before oldest
 	for _, e := range envs {
 		if from.IsZero() {
 			from = e.OccurredAt.UTC().Truncate(24 * time.Hour)
@@ -227,7 +230,15 @@ func LostDays(envs []engine.Envelope, oldest time.Time) Lost {
 		if err != nil || !d.Before(oldest) {
 			continue
 		}
-		if next := d.Add(24 * time.Hour); next.After(from) {
+		st := stated[d]
+		if st.Have == nil {
+			st.Have = map[int]bool{}
+		}
+		st.Have[max(p.Part, 1)], st.Parts = true, max(p.Parts, 1) // as Stated reads them
+		stated[d] = st
+	}
+	for d, st := range stated {
+		if next := d.Add(24 * time.Hour); st.Complete() && next.After(from) {
 			from = next
 		}
 	}

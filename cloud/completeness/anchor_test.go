@@ -238,6 +238,11 @@ func TestLostDays(t *testing.T) {
 	stated := func(d string) engine.Envelope {
 		return engine.Envelope{Type: catalog.TypeCompletenessStated, OccurredAt: day(d).Add(49 * time.Hour), Payload: map[string]any{"day": d, "things": map[string]any{}, "digest": "x"}}
 	}
+	// part k of n of day d: a run that failed between parts left the
+	// day partly stated.
+	part := func(d string, k, n int) engine.Envelope {
+		return engine.Envelope{Type: catalog.TypeCompletenessStated, OccurredAt: day(d).Add(49 * time.Hour), Payload: map[string]any{"day": d, "things": map[string]any{}, "digest": "x", "part": k, "parts": n}}
+	}
 	other := func(at string) engine.Envelope {
 		return engine.Envelope{Type: catalog.TypeTelemetryDropped, OccurredAt: day(at).Add(time.Hour), Payload: map[string]any{}}
 	}
@@ -254,6 +259,8 @@ func TestLostDays(t *testing.T) {
 		{"statements in reach do not hide a loss", []engine.Envelope{other("2026-11-01"), stated("2026-11-30"), stated("2026-12-03"), stated("2026-12-04")}, "2026-12-01", "2026-12-02", 2},
 		{"never stated", []engine.Envelope{other("2026-11-28"), other("2026-12-04")}, "2026-11-28", "2026-12-02", 5},
 		{"a new tenant", []engine.Envelope{other("2026-12-03")}, "", "", 0},
+		{"a day stated in every part", []engine.Envelope{other("2026-11-01"), stated("2026-12-01"), part("2026-12-02", 2, 2), part("2026-12-02", 1, 2)}, "", "", 0},
+		{"a day partly stated is lost", []engine.Envelope{other("2026-11-01"), stated("2026-12-01"), part("2026-12-02", 1, 2)}, "2026-12-02", "2026-12-02", 1},
 		{"no log", nil, "", "", 0},
 	} {
 		got := LostDays(tc.envs, oldest)

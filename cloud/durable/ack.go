@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -68,6 +69,13 @@ func (c *Consumer) makeAck(ctx context.Context, s *gwState, now time.Time) bool 
 			c.warnUnlessStopping(ctx, "ack not published: the gateway state it names was not written; tried again at the next call", "tenant", s.tenant, "gateway", s.gw, "err", err)
 			return false
 		}
+	}
+	// A write that lost a race merged the other process's row and bounded
+	// the result (MaxOutboxes), which may have dropped an outbox: the row
+	// no longer holds it, so the ack does not name it.
+	ids = slices.DeleteFunc(ids, func(id string) bool { return s.outboxes[id] == nil })
+	if len(ids) == 0 {
+		return false
 	}
 	pending := map[string][][]byte{}
 	for _, id := range ids {

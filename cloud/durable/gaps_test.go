@@ -2,6 +2,8 @@ package durable
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -201,5 +203,38 @@ func TestDefaultGapGraceCoversALostResend(t *testing.T) {
 				t.Fatalf("gaps = %+v; want once %+v", gaps, want)
 			}
 		})
+	}
+}
+
+// The row written before an ack can lose a race: the process reads the
+// row another process wrote, merges it and bounds the result, which may
+// drop an outbox the ack was about to name (MaxOutboxes keeps the most
+// recently seen). The ack then names only what the row holds: not the
+// dropped outbox, and the process goes on (it once made that ack from a
+// nil outbox and panicked).
+func TestAckAfterMergeDroppedItsOutbox(t *testing.T) {
+	edit := func(c *Config) { c.AckEvery, c.MaxOutboxes = 10*time.Minute, 1 }
+	r := newRig(t, edit)
+	// Process A acknowledges outbox ob1 (row version 1).
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0, encode(t, "ob1", t0, weights("gw-1:a", 1, 10, t0))))
+	// The gateway's outbox was replaced: process B reads the row, sees
+	// ob2 only later on the gateway's clock, drops ob1 and writes.
+	r.clock.Set(t0.Add(time.Minute))
+	b := r.consumer(t, r.db, edit)
+	r.handle(t, b, r.record(t, tenant, "gw-1", t0.Add(time.Minute), encode(t, "ob2", t0.Add(time.Minute), weights("gw-1:a", 1, 10, t0))))
+	// A late ob1 batch reaches A once an ack is due: A's row write
+	// conflicts, and the merge keeps ob2, the later outbox.
+	r.clock.Set(t0.Add(11 * time.Minute))
+	r.pub.msgs = nil
+	r.handle(t, r.c, r.record(t, tenant, "gw-1", t0.Add(11*time.Minute), encode(t, "ob1", t0.Add(30*time.Second), weights("gw-1:a", 11, 20, t0))))
+	st, err := decodeState(tenant, "gw-1", []byte(str(r.db.items[[2]string{StatePK(tenant, "gw-1"), StateSK}], "state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.outboxes["ob1"]; ok {
+		t.Fatalf("row outboxes = %v; want ob2 only (MaxOutboxes 1)", slices.Collect(maps.Keys(st.outboxes)))
+	}
+	if acked := ackedRanges(t, r.pub, "ob1"); len(acked) != 0 {
+		t.Errorf("acked ob1 %v after the row dropped it; want no ack of ob1", acked)
 	}
 }
