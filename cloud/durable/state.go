@@ -286,9 +286,9 @@ func decodeState(tenant, gw string, b []byte) (*gwState, error) {
 			t.spans, t.raised, t.forgot = fromPairs(th.Spans), fromPairs(th.Raised), th.Forgot
 			for from, at := range th.Noticed {
 				if f, err := strconv.ParseUint(from, 10, 64); err == nil {
-					t.noticed[f] = at
-					if t.opened[f] = at; !th.Opened[from].IsZero() {
-						t.opened[f] = th.Opened[from]
+					t.noticed[f], t.opened[f] = at, th.Opened[from]
+					if t.opened[f].IsZero() { // a row from before the clock
+						t.opened[f] = at
 					}
 				}
 			}
