@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -17,8 +18,10 @@ type agentView struct {
 	// console reads it over HTTP, as any operator tool would, and links
 	// nothing of edge/ but the contract package).
 	Status wire.GatewayStatus
-	// Err is why the last poll failed ("" when it answered).
+	// Err is why the last poll failed ("" when it answered); err is the
+	// error itself, for Problem.
 	Err string
+	err error
 	At  time.Time
 	// PublishRate is MQTT messages per second between the last two polls.
 	PublishRate float64
@@ -27,12 +30,43 @@ type agentView struct {
 // Up reports whether the agent answered and is connected to the broker.
 func (a agentView) Up() bool { return a.Err == "" && a.Status.MQTT.Connected }
 
-// Problem is the last poll's failure in words (nil: it answered).
+// Unreachable reports whether the last poll got no answer at all (not an
+// answer the console could not read).
+func (a agentView) Unreachable() bool {
+	return a.err != nil && errors.Is(a.err, wire.ErrStatusUnreachable)
+}
+
+// Problem is the last poll's failure in words (nil: it answered). The
+// kind comes from wire.FetchStatus's errors; only a request that got no
+// answer is explained from the network error's words (refused, timed
+// out), never from what an agent wrote in an answer.
 func (a agentView) Problem() *problem {
-	if a.Err == "" {
+	if a.err == nil {
 		return nil
 	}
-	p := explain("the edge agent's status endpoint", a.StatusURL, errors.New(a.Err))
+	const service = "the edge agent's status endpoint"
+	if errors.Is(a.err, wire.ErrStatusUnreachable) {
+		p := explain(service, a.StatusURL, a.err)
+		p.Unreachable = true
+		if p.What == "answers with an error" {
+			p.What = "is unreachable"
+		}
+		return &p
+	}
+	p := problem{Service: service, Addr: a.StatusURL, Raw: a.Err}
+	if u, err := url.Parse(a.StatusURL); err == nil && u.Host != "" {
+		p.Addr = u.Host
+	}
+	switch {
+	case errors.Is(a.err, wire.ErrStatusAnswer):
+		p.What = "answers with an error status"
+	case errors.Is(a.err, wire.ErrStatusTooLarge):
+		p.What = "answers with a status document over the console's size limit"
+	case errors.Is(a.err, wire.ErrNotStatus):
+		p.What = "answers with something that is not a status document (another program on that port?)"
+	default:
+		p.What = "could not be asked (bad address?)"
+	}
 	return &p
 }
 
@@ -69,7 +103,7 @@ func (p *agentPoller) poll(ctx context.Context) {
 			v := agentView{Agent: a, At: time.Now()}
 			st, _, err := wire.FetchStatus(ctx, p.client, a.StatusURL, maxStatusBytes)
 			if err != nil {
-				v.Err = err.Error()
+				v.Err, v.err = err.Error(), err
 			} else {
 				v.Status = st
 			}

@@ -51,3 +51,41 @@ func TestAgentStatusGolden(t *testing.T) {
 		t.Errorf("bowls = %+v; want the input, the device bowl-7f3a (connected, last seen) and the failing input", st.Bowls)
 	}
 }
+
+// An agent that answers badly is told apart from one that does not answer,
+// by the kind of fetch error, not by words in the agent's answer: a 503
+// whose body says "timeout" is still an answer.
+func TestAgentProblemKinds(t *testing.T) {
+	serve := func(status int, body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, tc := range []struct {
+		name, url   string
+		unreachable bool
+		what        string
+	}{
+		{"nothing listens", closed.URL, true, "is unreachable (connection refused: nothing listens there)"},
+		{"an error status", serve(http.StatusServiceUnavailable, "upstream timeout"), false, "answers with an error status"},
+		{"not a status document", serve(http.StatusOK, "<html>router login</html>"), false, "answers with something that is not a status document (another program on that port?)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newAgentPoller([]Agent{{Thing: "gw-1", Tenant: "t1", StatusURL: tc.url}})
+			p.poll(t.Context())
+			v, _ := p.view("gw-1")
+			pr := v.Problem()
+			if pr == nil {
+				t.Fatalf("Problem() = nil; want one (err %q)", v.Err)
+			}
+			if pr.What != tc.what || pr.Unreachable != tc.unreachable || v.Unreachable() != tc.unreachable {
+				t.Errorf("Problem = %q, unreachable %t (view %t); want %q, %t", pr.What, pr.Unreachable, v.Unreachable(), tc.what, tc.unreachable)
+			}
+		})
+	}
+}
