@@ -63,11 +63,13 @@ func decode(topic string, raw []byte, m wire.GoldenMessage, lim Limits) (wire.To
 // through the telemetry_v1 rule and cloud/durable decodes them.
 func TestGoldenMessagesDecode(t *testing.T) {
 	lim := defaultLimits(t)
+	n := 0
 	for _, m := range loadGolden(t).Messages {
+		if tp, err := wire.ParseTopic(m.Topic); err == nil && tp.Kind == wire.KindTelemetry {
+			continue // not ingested by cloud/ingest
+		}
+		n++
 		t.Run(m.Name, func(t *testing.T) {
-			if tp, err := wire.ParseTopic(m.Topic); err == nil && tp.Kind == wire.KindTelemetry {
-				t.Skip("telemetry: not ingested by cloud/ingest")
-			}
 			tp, got, err := decode(m.Topic, m.Payload, m, lim)
 			if m.Reject != "" {
 				if reason := ReasonOf(err); reason != Reason(m.Reject) {
@@ -88,6 +90,9 @@ func TestGoldenMessagesDecode(t *testing.T) {
 				t.Errorf("decoded %+v;\nwant %+v", got, m.Event)
 			}
 		})
+	}
+	if n == 0 {
+		t.Fatal("no golden message of an events topic")
 	}
 }
 

@@ -144,8 +144,8 @@ func TestGoldenBatchesEncode(t *testing.T) {
 	}
 	n := 0
 	for _, g := range gs {
-		if g.Batch == nil {
-			continue
+		if g.Batch == nil || !outboxHolds(g.Batch) {
+			continue // refused, or beyond what an outbox record holds (the wire's own golden test covers it)
 		}
 		n++
 		t.Run(g.Name, func(t *testing.T) {
@@ -154,9 +154,6 @@ func TestGoldenBatchesEncode(t *testing.T) {
 				var recs []outbox.Record
 				for _, x := range s.Samples {
 					if v, scale, err := scaled(x.Kind, x.Float()); err != nil || v != x.Value || scale != x.Scale {
-						if x.Value > 1<<53 || x.Value < -(1<<53) {
-							t.Skipf("%s seq %d: %d is beyond what the outbox's float64 holds exactly", s.Thing, x.Seq, x.Value)
-						}
 						t.Fatalf("%s seq %d: %s %v converts to %d at scale %d (%v); want %d at scale %d", s.Thing, x.Seq, x.Kind, x.Float(), v, scale, err, x.Value, x.Scale)
 					}
 					recs = append(recs, outbox.Record{Entry: outbox.Entry{Lane: outbox.Telemetry, Thing: s.Thing, At: x.At.In(gatewayZone), Type: x.Kind, Value: x.Float()}, Seq: x.Seq})
@@ -187,4 +184,18 @@ func TestGoldenBatchesEncode(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no accepted golden batch")
 	}
+}
+
+// outboxHolds reports whether every value of b fits an outbox record's
+// float64 exactly (|v| <= 2^53): the golden batch of int64 extremes does
+// not, and no gateway can send it.
+func outboxHolds(b *batch.Batch) bool {
+	for _, s := range b.Things {
+		for _, x := range s.Samples {
+			if x.Value > 1<<53 || x.Value < -(1<<53) {
+				return false
+			}
+		}
+	}
+	return true
 }
